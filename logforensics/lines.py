@@ -1,0 +1,172 @@
+"""Stage 2 — lines: decode raw bytes and split the prefixes real deployments put in front.
+
+A line is never rejected: invalid UTF-8 is replaced, NUL bytes dropped, ANSI colour codes
+stripped, and a carriage-return progress bar keeps only its last visible segment (what a
+terminal would show). Then the wrapper prefix (docker compose, Ray, syslog) and the SGLang /
+uvicorn / Python-logging / torch prefixes are split off into fields, keeping the raw text
+for evidence.
+
+The hot path uses the standard ``re`` module with anchored, linear expressions: it runs once
+per line on files of gigabytes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from .sources import RawLine
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]$")
+
+# docker compose: "service-1  | msg" (name padded with spaces to a common width)
+_DOCKER = re.compile(r"([A-Za-z0-9][\w.-]{0,62}?)\s*\| ?")
+# Ray: "(SGLangEngine pid=123, ip=10.0.0.1) msg", "(raylet) msg"
+_RAY = re.compile(r"\s*\((\w+)(?: pid=(\d+))?(?:, ip=[\w.:]+)?\) ?")
+# syslog / journald: "Mar 23 14:01:38 host prog[123]: msg" or ISO time
+_SYSLOG = re.compile(
+    r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
+    r" (\S+) ([\w./-]+)(?:\[(\d+)\])?: "
+)
+# SGLang: "[2026-03-23 14:01:38(.123)? DP1 TP3 EP3] msg"; short "[03-23 14:01:38 TP0] msg"; the
+# leading "[" may be lost when a paste is cut.
+_SGLANG = re.compile(
+    r"\[?((?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?"
+    r"((?: (?:[A-Z_]+\d+|encode_server|encode_dp_worker\[\d+\]))*)\] ?"
+)
+# Python logging default: "2025-03-27 21:33:31,320 - INFO - name: msg"
+_PYLOG = re.compile(
+    r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.](\d{3}) - ([A-Z]+) - "
+)
+# torch / glog: "[rank1]:[W623 15:37:01.823833318 socket.cpp:460] msg"
+_TORCH = re.compile(r"\[(rank\d+)\]:\[([IWEF])\d{4} [\d:.]+ [^\]]*\] ?")
+# uvicorn level prefix inside a message: "INFO:     Started server process [123]"
+_LEVEL = re.compile(r"(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
+
+_TORCH_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
+
+
+@dataclass(slots=True)
+class LogLine:
+    """One decoded line. ``text`` is the visible line (after ANSI/CR clean-up, wrapper
+    included) and is what evidence shows; ``message`` is what remains after every prefix."""
+
+    number: int
+    offset: int
+    text: str
+    message: str
+    ts: str | None = None  # timestamp text as printed ("2026-03-23 14:01:38.123")
+    tag: str = ""  # rank tag: "TP0", "DP1 TP3 EP3", "rank1", "" for launcher lines
+    wrapper: str = ""  # "sglang" (docker), "SGLangEngine pid=123" (Ray), "host prog[1]" …
+    level: str | None = None  # INFO/WARNING/… when the line carries one (uvicorn, logging)
+    truncated: bool = False  # cut at the line-length cap by the source
+    eol: bool = True  # False when the input ended inside this line (no newline)
+
+    @property
+    def prefixed(self) -> bool:
+        """True when the line carries a timestamp prefix (it starts a new log record)."""
+        return self.ts is not None
+
+    @property
+    def stream(self) -> str:
+        """Key of the process that wrote the line: wrapper + rank tag."""
+        return f"{self.wrapper}|{self.tag}" if self.wrapper else self.tag
+
+    @property
+    def time(self) -> datetime | None:
+        return parse_timestamp(self.ts)
+
+
+def parse_timestamp(ts: str | None, default_year: int | None = None) -> datetime | None:
+    """Parse a prefix timestamp; ``mm-dd`` short forms get ``default_year`` (or the current
+    year). Returns a naive datetime in the log's own clock."""
+    if not ts:
+        return None
+    try:
+        if len(ts) >= 19 and ts[4] == "-":
+            return datetime.fromisoformat(ts.replace(",", "."))
+        year = default_year or datetime.now().year
+        return datetime.fromisoformat(f"{year}-{ts}".replace(",", "."))
+    except ValueError:
+        return None
+
+
+def visible_text(data: bytes) -> str:
+    """Decode bytes the way a terminal would show them."""
+    text = data.decode("utf-8", "replace")
+    if "\r" in text:
+        text = text.rstrip("\r")
+        if "\r" in text:
+            parts = [p for p in text.split("\r") if p.strip()]
+            text = parts[-1] if parts else ""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return text
+
+
+def decode(raw: RawLine) -> LogLine:
+    """Turn a ``RawLine`` into a ``LogLine`` with prefixes split off."""
+    text = visible_text(raw.data)
+    line = LogLine(raw.number, raw.offset, text, text, truncated=raw.truncated, eol=raw.eol)
+    split_prefixes(line)
+    return line
+
+
+def split_prefixes(line: LogLine) -> None:
+    """Fill ``wrapper``, ``ts``, ``tag``, ``level`` and ``message`` of ``line`` in place."""
+    msg = line.text
+    if not msg:
+        return
+    first = msg[0]
+    # Wrappers first: they stand in front of everything else.
+    if first == "(" or (first == " " and msg.lstrip().startswith("(")):
+        m = _RAY.match(msg)
+        if m:
+            actor, pid = m.group(1), m.group(2)
+            line.wrapper = f"{actor} pid={pid}" if pid else actor
+            msg = msg[m.end() :]
+            if msg.endswith("across cluster]"):
+                msg = _RAY_REPEAT.sub("", msg)
+    elif first.isalnum() and "|" in msg[:72]:
+        m = _DOCKER.match(msg)
+        if m and m.group(1) and not m.group(1).isdigit():
+            line.wrapper = m.group(1)
+            msg = msg[m.end() :]
+    elif first.isalpha() and ": " in msg[:120]:
+        m = _SYSLOG.match(msg)
+        if m:
+            host, prog, pid = m.group(1), m.group(2), m.group(3)
+            line.wrapper = f"{host} {prog}[{pid}]" if pid else f"{host} {prog}"
+            msg = msg[m.end() :]
+    if msg:
+        c = msg[0]
+        if c == "[" or c.isdigit():
+            m = _SGLANG.match(msg)
+            if m:
+                line.ts = m.group(1) if m.group(2) is None else f"{m.group(1)}.{m.group(2)}"
+                tags = m.group(3)
+                if tags:
+                    line.tag = tags.strip()
+                msg = msg[m.end() :]
+            elif c.isdigit():
+                m = _PYLOG.match(msg)
+                if m:
+                    line.ts = f"{m.group(1)}.{m.group(2)}"
+                    line.level = m.group(3)
+                    msg = msg[m.end() :]
+            elif msg.startswith("[rank"):
+                m = _TORCH.match(msg)
+                if m:
+                    line.tag = m.group(1)
+                    line.level = _TORCH_LEVEL[m.group(2)]
+                    msg = msg[m.end() :]
+        if msg and msg[0] in "IWEDCT" and ":" in msg[:9]:
+            m = _LEVEL.match(msg)
+            if m:
+                line.level = m.group(1)
+                msg = msg[m.end() :]
+    line.message = msg

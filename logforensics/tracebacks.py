@@ -1,0 +1,424 @@
+"""Stage 4 — tracebacks: assemble Python tracebacks (and C++ ``what():`` aborts) from lines.
+
+One state machine per process stream (wrapper + rank tag), because ranks interleave in one
+file. SGLang writes a traceback as one log record: the header rides on a prefixed line
+(``[… TP0] Scheduler hit an exception: Traceback (most recent call last):``) and the rest
+follows on unprefixed lines, so an unprefixed line belongs to the stream that wrote the last
+prefixed line of the same wrapper.
+
+Real logs are cut: the person ran ``tail -5`` (no header), the message ends at the screen
+edge or in ``...``, frames are elided, input ends mid-traceback. A traceback is never dropped;
+it records what is missing (``head_missing``, ``message_missing``, ``message_truncated``,
+``frames_cut``). It is emitted as soon as it is known complete — the next line of the same
+process that is not part of it — and at end of input.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+
+from .events import Event
+from .lines import LogLine
+
+MAX_FRAMES_KEPT = 40  # per end (first N and last N frames of a segment are kept)
+MAX_MESSAGE_LINES = 60
+MAX_MESSAGE_CHARS = 8000
+MAX_EVIDENCE_LINES = 24  # per end
+MAX_SEGMENTS = 16
+
+_HEADER = "Traceback (most recent call last):"
+_FRAME = re.compile(r"\s*File [\"\u201c]([^\"\u201d]+)[\"\u201d], line (\d+)(?:, in (.+?))?\s*$")
+_CARET = re.compile(r"\s*[\^~]+\s*$")
+_CHAIN = (
+    "During handling of the above exception, another exception occurred",
+    "The above exception was the direct cause of the following exception",
+)
+_EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:: ?(.*))?$")
+_EXC_REPR = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:Error|Exception))\((.*)\)$")
+_EXC_NAME = re.compile(
+    r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Fault|Failure|Timeout|"
+    r"OutOfResources|Abort\w*|Group)$"
+)
+_WHAT = re.compile(r"\s*what\(\):\s+(.*)")
+_NATIVE_HEAD = re.compile(r"terminate called after throwing an instance of '([^']+)'")
+_NATIVE_FRAME = re.compile(r"\s*(?:frame #\d+: |Exception raised from |\(no backtrace available\))")
+_GROUP_PREFIX = re.compile(r"\s*(?:\+[-+]*|\|)(?: |$)")
+_GROUP_SEPARATOR = re.compile(r"\s*\+?-+[+-]*(?: [\d.]+ -+| \.\.\.)?\s*$")
+_ELLIPSIS = re.compile(r"\s*(?:\.\.\.|\u2026|\[Previous line repeated)")
+_TERMINAL_PUNCT = tuple(".!?)]}'\">`")
+
+# Event kinds that are never part of a traceback message: they end it.
+_ENDING_KINDS = frozenset({
+    "killed", "exit_code", "sigquit_child", "sigquit_running", "sigterm", "rank_dead",
+    "subprocess_crashed", "kill_process_tree", "server_args", "ready", "server_started",
+    "component_exception", "launch_command", "watchdog_timeout", "warmup_failed",
+})
+
+
+@dataclass(slots=True)
+class Frame:
+    file: str
+    line: int | None
+    function: str | None
+    source: str | None = None
+
+    @property
+    def location(self) -> str:
+        """``file:function`` — what catalog ``frame`` regexes are matched against."""
+        return f"{self.file}:{self.function or ''}"
+
+    def to_dict(self) -> dict:
+        return {"file": self.file, "line": self.line, "function": self.function,
+                "source": self.source}
+
+
+@dataclass(slots=True)
+class ExceptionInfo:
+    """One exception of a (possibly chained) traceback."""
+
+    type: str | None = None  # dotted name as printed, e.g. "torch.OutOfMemoryError"
+    message: str = ""
+    frames: list[Frame] = field(default_factory=list)
+    frames_elided: int = 0
+    native: bool = False  # a C++ exception (``what():``), type is the C++ type if known
+    chain: str | None = None  # how it relates to the previous one: "context" | "cause"
+
+    @property
+    def short_type(self) -> str | None:
+        return self.type.rsplit(".", 1)[-1] if self.type else None
+
+    def to_dict(self) -> dict:
+        return {"type": self.type, "message": self.message, "native": self.native,
+                "chain": self.chain, "frames": [f.to_dict() for f in self.frames],
+                "frames_elided": self.frames_elided}
+
+
+@dataclass(slots=True)
+class Traceback:
+    """An assembled traceback. ``exceptions`` is the chain in printed order; the last one
+    with a type is what was finally raised."""
+
+    stream: str
+    tag: str
+    wrapper: str
+    first_line: int
+    last_line: int = 0
+    context: str = ""  # text before the header: "Scheduler hit an exception"
+    ts: str | None = None
+    exceptions: list[ExceptionInfo] = field(default_factory=list)
+    head_missing: bool = False
+    message_missing: bool = False
+    message_truncated: bool = False
+    frames_cut: bool = False
+    ends_input: bool = False  # nothing followed it: a cut message may go on past the paste
+    lines: list[tuple[int, str]] = field(default_factory=list)  # evidence (capped)
+    lines_elided: int = 0
+
+    @property
+    def final(self) -> ExceptionInfo:
+        for exc in reversed(self.exceptions):
+            if exc.type:
+                return exc
+        return self.exceptions[-1] if self.exceptions else ExceptionInfo()
+
+    @property
+    def exc_type(self) -> str | None:
+        return self.final.type
+
+    @property
+    def message(self) -> str:
+        return self.final.message
+
+    @property
+    def frames(self) -> list[Frame]:
+        final = self.final
+        if final.frames:
+            return final.frames
+        for exc in reversed(self.exceptions):
+            if exc.frames:
+                return exc.frames
+        return []
+
+    @property
+    def raising_frame(self) -> Frame | None:
+        frames = self.frames
+        return frames[-1] if frames else None
+
+    @property
+    def missing(self) -> list[str]:
+        names = ("head_missing", "message_missing", "message_truncated", "frames_cut")
+        return [n for n in names if getattr(self, n)]
+
+    def to_dict(self) -> dict:
+        return {
+            "stream": self.stream, "first_line": self.first_line, "last_line": self.last_line,
+            "context": self.context, "type": self.exc_type, "message": self.message,
+            "missing": self.missing, "exceptions": [e.to_dict() for e in self.exceptions],
+        }
+
+
+class _Builder:
+    """Mutable state of one traceback being read."""
+
+    __slots__ = ("tb", "phase", "current", "tail")
+
+    def __init__(self, line: LogLine, stream: str, head: bool, context: str = ""):
+        self.tb = Traceback(stream=stream, tag=line.tag, wrapper=line.wrapper,
+                            first_line=line.number, context=context, ts=line.ts,
+                            head_missing=not head)
+        self.current = ExceptionInfo()
+        self.tb.exceptions.append(self.current)
+        self.phase = "frames"  # frames | message | blank
+        self.tail: list[Frame] = []  # last frames when the middle is elided
+
+    # — evidence —
+    def keep(self, line: LogLine) -> None:
+        tb = self.tb
+        tb.last_line = line.number
+        if len(tb.lines) < 2 * MAX_EVIDENCE_LINES:
+            tb.lines.append((line.number, line.text))
+        else:
+            tb.lines_elided += 1
+            tb.lines[MAX_EVIDENCE_LINES:] = tb.lines[MAX_EVIDENCE_LINES + 1 :] + [
+                (line.number, line.text)
+            ]
+
+    # — structure —
+    def add_frame(self, frame: Frame) -> None:
+        exc = self.current
+        if len(exc.frames) < 2 * MAX_FRAMES_KEPT:
+            exc.frames.append(frame)
+        else:
+            exc.frames_elided += 1
+            del exc.frames[MAX_FRAMES_KEPT]
+            exc.frames.append(frame)
+
+    def new_segment(self, chain: str | None) -> None:
+        if len(self.tb.exceptions) >= MAX_SEGMENTS:
+            # Keep the first and the latest segments; deep chains are rare and the root
+            # cause is usually at one end.
+            del self.tb.exceptions[1]
+        self.current = ExceptionInfo(chain=chain)
+        self.tb.exceptions.append(self.current)
+        self.phase = "frames"
+
+    def set_exception(self, exc_type: str, message: str, native: bool = False) -> None:
+        if self.current.type is not None:
+            self.new_segment("context")
+        self.current.type = exc_type
+        self.current.message = message
+        self.current.native = native
+        self.phase = "message"
+
+    def add_message_line(self, text: str) -> bool:
+        exc = self.current
+        if exc.message.count("\n") >= MAX_MESSAGE_LINES or len(exc.message) > MAX_MESSAGE_CHARS:
+            return False
+        exc.message = f"{exc.message}\n{text}" if exc.message else text
+        return True
+
+    def finish(self, at_eof: bool, last_cut: bool = False) -> Traceback:
+        tb = self.tb
+        tb.ends_input = at_eof
+        final = tb.final
+        if final.type is None:
+            tb.message_missing = True
+            tb.frames_cut = tb.frames_cut or bool(final.frames)
+        msg = final.message.rstrip()
+        if msg.endswith(("...", "\u2026")):
+            tb.message_truncated = True
+        elif last_cut and self.phase == "message" and not msg.endswith(_TERMINAL_PUNCT):
+            tb.message_truncated = True
+        for exc in tb.exceptions:
+            exc.message = exc.message.rstrip()
+        return tb
+
+
+def classify_exception_line(text: str, strict: bool) -> tuple[str, str] | None:
+    """``(type, message)`` if ``text`` reads as the last line of a traceback. ``strict``
+    (used when no header or frame came first) also requires an exception-like name."""
+    if not text or text[0].isspace():
+        return None
+    m = _EXC.match(text)
+    if m:
+        exc_type, message = m.group(1), m.group(2) or ""
+        last = exc_type.rsplit(".", 1)[-1]
+        if m.group(2) is None and ":" not in text and not _EXC_NAME.search(last):
+            return None  # a bare word is not an exception unless it is named like one
+        if strict and not (_EXC_NAME.search(last) or "error" in exc_type.lower()):
+            return None
+        if not strict and not (_EXC_NAME.search(last) or "." in exc_type or last[0].isupper()):
+            return None
+        return exc_type, message
+    m = _EXC_REPR.match(text)
+    if m:
+        return m.group(1), m.group(2).strip("'\"")
+    return None
+
+
+class TracebackAssembler:
+    """Feed it every line (with its event); it returns the tracebacks each line completes."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, _Builder] = {}
+        self._current: dict[str, str] = {}  # wrapper -> stream of its last prefixed line
+        self._last_cut = False
+
+    def feed(self, line: LogLine, event: Event) -> tuple[bool, list[Traceback]]:
+        """Process one line. Returns ``(consumed, completed)``: whether the line became part
+        of a traceback, and the tracebacks known complete after it."""
+        done: list[Traceback] = []
+        self._last_cut = line.truncated or not line.eol
+        if is_record_start(line):
+            stream = line.stream
+            self._current[line.wrapper] = stream
+            # A new record ends this stream's traceback, and any traceback of the same
+            # wrapper that already reached its message (its record is over).
+            for key in [k for k, b in self._open.items()
+                        if k == stream or (b.tb.wrapper == line.wrapper and b.phase != "frames")]:
+                done.append(self._open.pop(key).finish(at_eof=False))
+            msg = line.message
+            pos = msg.find(_HEADER)
+            if pos >= 0:
+                context = msg[:pos].rstrip(": ").strip()
+                builder = _Builder(line, stream, head=True, context=context)
+                builder.keep(line)
+                self._open[stream] = builder
+                return True, done
+            # A prefixed line can carry a traceback's first line when a paste lost the rest.
+            started = self._start_headless(line, stream, msg)
+            return started, done
+        stream = self._current.get(line.wrapper, line.stream)
+        builder = self._open.get(stream)
+        if builder is not None:
+            if self._continue(builder, line, event):
+                builder.keep(line)
+                return True, done
+            done.append(self._open.pop(stream).finish(at_eof=False))
+        if event.kind not in ("line", "warning"):
+            return False, done
+        return self._start_headless(line, stream, line.message), done
+
+    def _start_headless(self, line: LogLine, stream: str, text: str) -> bool:
+        """Open a traceback whose header is missing, if ``text`` looks like its inside."""
+        if not text:
+            return False
+        if text.endswith(_HEADER) or text.lstrip().startswith(("+ Exception Group Traceback",)):
+            builder = _Builder(line, stream, head=True)
+        elif _FRAME.match(text) or _WHAT.match(text) or _NATIVE_HEAD.search(text):
+            builder = _Builder(line, stream, head=False)
+        elif _CARET.match(text):
+            builder = _Builder(line, stream, head=False)
+            builder.tb.frames_cut = True
+            builder.keep(line)
+            self._open[stream] = builder
+            return True
+        elif classify_exception_line(text, strict=True):
+            builder = _Builder(line, stream, head=False)
+            builder.tb.frames_cut = True
+        else:
+            return False
+        self._open[stream] = builder
+        if not self._continue(builder, line, None, text):
+            del self._open[stream]
+            return False
+        builder.keep(line)
+        return True
+
+    def _continue(self, b: _Builder, line: LogLine, event: Event | None,
+                  text: str | None = None) -> bool:
+        """Try to add ``line`` to the traceback; False means the line is not part of it."""
+        text = line.message if text is None else text
+        if event is not None and event.kind in _ENDING_KINDS:
+            return False
+        if text.startswith(("  |", "  +", "    |", "    +", "|", "+-")) and _GROUP_PREFIX.match(text):
+            if _GROUP_SEPARATOR.match(text):
+                return True
+            text = _GROUP_PREFIX.sub("", text, count=1)
+            while text.startswith(("| ", "|", "+-")) and _GROUP_PREFIX.match(text):
+                text = _GROUP_PREFIX.sub("", text, count=1)
+        stripped = text.strip()
+        if stripped.endswith(_HEADER):
+            if b.phase == "frames" and not b.current.frames and b.current.type is None:
+                return True  # the header of a headless start, or a group header
+            b.new_segment(b.current.chain if b.current.type is None else "context")
+            return True
+        if stripped.startswith(_CHAIN):
+            b.new_segment("cause" if stripped.startswith(_CHAIN[1]) else "context")
+            b.phase = "blank"  # a header follows
+            return True
+        m = _FRAME.match(text)
+        if m:
+            if b.phase == "message":
+                return False  # a second, unchained traceback: a new one starts here
+            b.phase = "frames"
+            b.add_frame(Frame(m.group(1), int(m.group(2)), m.group(3)))
+            return True
+        m = _NATIVE_HEAD.search(text)
+        if m:
+            if b.current.type is not None and not b.current.native:
+                return False
+            b.current.type = m.group(1)
+            b.current.native = True
+            b.phase = "frames"
+            return True
+        m = _WHAT.match(text)
+        if m:
+            b.set_exception(b.current.type if b.current.native and b.current.type else "what()",
+                            m.group(1), native=True)
+            b.current.native = True
+            return True
+        if not stripped:
+            if b.phase == "message":
+                b.phase = "blank"
+            return True
+        if b.current.native and _NATIVE_FRAME.match(text):
+            b.phase = "message" if b.current.type else b.phase
+            return True
+        if b.phase == "frames":
+            if _CARET.match(text) or _ELLIPSIS.match(text):
+                if _ELLIPSIS.match(text):
+                    b.tb.frames_cut = True
+                return True
+            if text[0].isspace():
+                if b.current.frames and b.current.frames[-1].source is None:
+                    b.current.frames[-1].source = stripped
+                else:
+                    b.tb.frames_cut = True  # a source line whose frame line was cut
+                return True
+            exc = classify_exception_line(text, strict=False)
+            if exc:
+                b.set_exception(*exc)
+                return True
+            if not b.current.frames and b.tb.head_missing is False and b.current.type is None:
+                return False
+            return False
+        if b.phase == "message":
+            if event is not None and event.kind not in ("line", "warning"):
+                return False
+            return b.add_message_line(text.rstrip())
+        # phase "blank": only a chain marker or header (handled above) continues
+        return False
+
+    def flush(self) -> list[Traceback]:
+        """End of input: every open traceback is complete as far as it goes."""
+        done = [b.finish(at_eof=True, last_cut=self._last_cut)
+                for b in self._open.values()]
+        self._open.clear()
+        done.sort(key=lambda tb: tb.first_line)
+        return done
+
+    def pending(self) -> list[Traceback]:
+        """Snapshots of tracebacks still open (for live views after an idle pause)."""
+        out = []
+        for b in self._open.values():
+            snap = copy.deepcopy(b)
+            out.append(snap.finish(at_eof=True, last_cut=self._last_cut))
+        return out
+
+
+def is_record_start(line: LogLine) -> bool:
+    """A line that starts a new log record: it carries a timestamp, a level or a rank tag."""
+    return line.ts is not None or line.level is not None or bool(line.tag)
