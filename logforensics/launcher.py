@@ -42,6 +42,7 @@ with stdout and stderr on the log, reports the server PID back through the pipe,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -187,10 +188,8 @@ def _write_sidecar(path: str, record: dict[str, Any]) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
@@ -221,6 +220,8 @@ def launch(
         cwd = os.getcwd()
     except OSError as e:
         raise LaunchError(f"current directory is unusable: {e.strerror}") from None
+    if not log_path.parent.is_dir():
+        raise LaunchError(f"cannot open log {log_path}: directory does not exist")
     if not os.access(log_path.parent, os.W_OK | os.X_OK):
         raise LaunchError(f"cannot write the sidecar: directory {log_path.parent} not writable")
 
@@ -236,12 +237,8 @@ def launch(
     try:
         log_offset = os.fstat(log_fd).st_size
         # A stale sidecar would describe the previous run; the new one is written shortly.
-        try:
+        with contextlib.suppress(OSError):
             side.unlink()
-        except FileNotFoundError:
-            pass
-        except OSError:
-            pass
         status_r, status_w = os.pipe()
         spec = {
             "argv": argv,
@@ -266,12 +263,9 @@ def launch(
             raise LaunchError(f"cannot start the logx supervisor: {e.strerror}") from None
         os.close(status_w)
         status_w = -1
-        try:
-            assert proc.stdin is not None
-            proc.stdin.write(json.dumps(spec).encode("utf-8"))
-            proc.stdin.close()
-        except OSError:
-            pass  # supervisor died early; reported below as "exited without reporting"
+        # If the supervisor died early this fails; reported below as "exited without reporting".
+        with contextlib.suppress(OSError), proc.stdin:  # type: ignore[union-attr]
+            proc.stdin.write(json.dumps(spec).encode("utf-8"))  # type: ignore[union-attr]
         report = _read_report(status_r, timeout)
     finally:
         os.close(log_fd)
@@ -305,13 +299,18 @@ def launch(
 
 
 def _read_report(fd: int, timeout: float) -> dict[str, Any] | None:
-    """First JSON line from the status pipe; None on EOF without one or on timeout."""
+    """First JSON line from the status pipe; None on EOF without one or on timeout.
+
+    After the line, waits (briefly) for EOF too: the supervisor closes the pipe right after
+    reporting, so when ``launch`` returns it holds nothing but its stdio."""
     deadline = time.monotonic() + timeout
     buf = b""
-    while b"\n" not in buf:
+    while True:
+        if b"\n" in buf:
+            deadline = min(deadline, time.monotonic() + 1.0)
         left = deadline - time.monotonic()
         if left <= 0:
-            return None
+            break
         ready, _, _ = select.select([fd], [], [], left)
         if not ready:
             continue
@@ -319,6 +318,8 @@ def _read_report(fd: int, timeout: float) -> dict[str, Any] | None:
         if not chunk:
             break
         buf += chunk
+    if b"\n" not in buf:
+        return None
     try:
         report = json.loads(buf.split(b"\n", 1)[0])
     except ValueError:
@@ -330,15 +331,10 @@ def _read_report(fd: int, timeout: float) -> dict[str, Any] | None:
 
 
 def _report(fd: int, payload: dict[str, Any]) -> None:
-    try:
+    with contextlib.suppress(OSError):  # launcher gone (timed out, killed): nothing to tell
         os.write(fd, (json.dumps(payload) + "\n").encode("utf-8"))
-    except OSError:
-        pass  # launcher gone (timed out or killed): nothing to tell
-    finally:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def _supervise() -> int:
@@ -352,10 +348,8 @@ def _supervise() -> int:
         if not child:
             pending.append(signum)  # delivered as soon as the server exists
         elif child[0].returncode is None:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(child[0].pid, signum)
-            except OSError:
-                pass
 
     signal.signal(signal.SIGHUP, lambda _s, _f: None)
     signal.signal(signal.SIGTERM, forward)
@@ -401,14 +395,10 @@ def _supervise() -> int:
         what = "command not found" if code == 127 else (e.strerror or type(e).__name__)
         message = f"cannot start {argv[0]!r}: {what} (exit code {code})"
         record.update(ended_at=_now_iso(), exit_code=code, error=message)
-        try:
+        with contextlib.suppress(OSError):
             _write_sidecar(sidecar, record)
-        except OSError:
-            pass
-        try:
+        with contextlib.suppress(OSError):
             os.write(2, f"logx: {message}\n".encode())
-        except OSError:
-            pass
         _report(status_fd, {"ok": False, "error": message, "exit_code": code})
         return code
 
@@ -416,10 +406,8 @@ def _supervise() -> int:
     for signum in pending:
         forward(signum, None)
     record["pid"] = proc.pid
-    try:
+    with contextlib.suppress(OSError):
         _write_sidecar(sidecar, record)
-    except OSError:
-        pass
     _report(
         status_fd,
         {
@@ -429,10 +417,8 @@ def _supervise() -> int:
             "started_at": record["started_at"],
         },
     )
-    try:
+    with contextlib.suppress(OSError):
         os.chdir("/")  # do not pin the server's directory (or its mount)
-    except OSError:
-        pass
 
     rc = proc.wait()
     record["ended_at"] = _now_iso()
@@ -440,10 +426,8 @@ def _supervise() -> int:
         record["signal"] = -rc
     else:
         record["exit_code"] = rc
-    try:
+    with contextlib.suppress(OSError):
         _write_sidecar(sidecar, record)
-    except OSError:
-        pass
     return 0
 
 

@@ -1,0 +1,158 @@
+"""The analysis: stream a log through every stage and build a ``Report``.
+
+``Analyzer`` is incremental (``feed`` raw lines, ``report()`` at any time) so the same code
+serves ``logx explain`` (a whole file) and ``logx watch`` (a growing one). ``explain()`` is the
+one-call library entry point.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .catalog import Catalog, load_catalog
+from .events import Event
+from .findings import Finding, Matcher, rank
+from .pipeline import EventStream, Source, raw_lines
+from .report import Report
+from .runs import Run, RunTracker
+from .sources import RawLine
+
+MAMBA_FLAG_OLD = "--mamba-scheduler-strategy"
+MAMBA_FLAG_NEW = "--mamba-radix-cache-strategy"
+GRAPH_BS_OLD = "--cuda-graph-max-bs"
+GRAPH_BS_NEW = "--cuda-graph-max-bs-decode"
+
+
+def version_tuple(version: str | None) -> tuple[int, ...] | None:
+    if not version:
+        return None
+    parts = []
+    for piece in version.split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts) if parts else None
+
+
+def mamba_strategy_flag(run: Run) -> str:
+    """The Mamba radix-cache strategy flag's name in this run's release: renamed from
+    ``--mamba-scheduler-strategy`` to ``--mamba-radix-cache-strategy`` in 0.5.14, the old
+    name removed in 0.5.20."""
+    if "mamba_radix_cache_strategy" in run.args:
+        return MAMBA_FLAG_NEW
+    if "mamba_scheduler_strategy" in run.args:
+        return MAMBA_FLAG_OLD
+    version = version_tuple(run.sglang_version)
+    if version:
+        return MAMBA_FLAG_OLD if version < (0, 5, 14) else MAMBA_FLAG_NEW
+    texts = " ".join(tb.message for tb in run.tracebacks)
+    if MAMBA_FLAG_NEW in texts:
+        return MAMBA_FLAG_NEW
+    if MAMBA_FLAG_OLD in texts:
+        return MAMBA_FLAG_OLD
+    return f"{MAMBA_FLAG_NEW} (named {MAMBA_FLAG_OLD} before SGLang 0.5.14)"
+
+
+def cuda_graph_max_bs_flag(run: Run) -> str:
+    """``--cuda-graph-max-bs`` became ``--cuda-graph-max-bs-decode`` in 0.5.20."""
+    version = version_tuple(run.sglang_version)
+    if version:
+        return GRAPH_BS_OLD if version < (0, 5, 20) else GRAPH_BS_NEW
+    texts = " ".join(tb.message for tb in run.tracebacks)
+    if GRAPH_BS_NEW in texts or "cuda_graph_max_bs_decode" in run.args:
+        return GRAPH_BS_NEW
+    if f"{GRAPH_BS_OLD} " in texts or "cuda_graph_max_bs" in run.args or ">=0.5.19" not in \
+            run.version_hints:
+        return GRAPH_BS_OLD
+    return f"{GRAPH_BS_NEW} ({GRAPH_BS_OLD} before SGLang 0.5.20)"
+
+
+def run_facts(run: Run) -> dict[str, Any]:
+    """Values for the catalog's ``{placeholders}``."""
+    facts: dict[str, Any] = {k: v for k, v in run.args.items()
+                             if isinstance(v, str | int | float | bool)}
+    facts.update({
+        "model": run.model or run.model_class,
+        "sglang_version": run.sglang_version,
+        "mamba_strategy_flag": mamba_strategy_flag(run),
+        "cuda_graph_max_bs_flag": cuda_graph_max_bs_flag(run),
+    })
+    return facts
+
+
+@dataclass
+class Options:
+    """What the caller knows beyond the log (used by the stale-log detector)."""
+
+    run_index: int | None = None  # 1-based; None = the last run
+    pid: int | None = None
+    since: float | None = None  # epoch seconds the run of interest started
+    silence: float = 120.0
+
+
+class Analyzer:
+    """Streams raw lines through lines → events → tracebacks → runs → catalog hits."""
+
+    def __init__(self, catalog: Catalog | None = None):
+        self.catalog = catalog or load_catalog()
+        self.events = EventStream()
+        self.tracker = RunTracker()
+        self.matcher = Matcher(self.catalog)
+        self.lines = 0
+        self.bytes = 0
+
+    def feed(self, raw: RawLine) -> list[Event]:
+        self.lines = raw.number
+        self.bytes = raw.offset + len(raw.data) + 1
+        out = self.events.feed(raw)
+        for event in out:
+            self._dispatch(event)
+        return out
+
+    def finish(self) -> list[Event]:
+        out = self.events.finish()
+        for event in out:
+            self._dispatch(event)
+        return out
+
+    def _dispatch(self, event: Event) -> None:
+        run = self.tracker.feed(event)
+        self.matcher.on_event(event, run)
+
+    @property
+    def runs(self) -> list[Run]:
+        return self.tracker.runs
+
+    def findings(self, run: Run) -> list[Finding]:
+        return self.matcher.findings(run, run_facts(run))
+
+    def report(self, name: str, options: Options | None = None) -> Report:
+        options = options or Options()
+        runs = self.runs
+        index = options.run_index if options.run_index is not None else len(runs)
+        run = runs[index - 1] if runs and 1 <= index <= len(runs) else None
+        findings = self.findings(run) if run is not None else []
+        return Report(file=name, runs=runs, run=run, findings=rank(findings),
+                      lines=self.lines, bytes=self.bytes)
+
+
+def explain(source: Source, *, name: str | None = None, options: Options | None = None,
+            catalog: Catalog | None = None) -> Report:
+    """Read a whole log and explain it: the library's one-call entry point.
+
+    ``source`` is a path, bytes, or a binary stream. Raises ``SourceError`` for a path that
+    cannot be read and ``ValueError`` for a ``run_index`` outside the file's runs."""
+    analyzer = Analyzer(catalog)
+    for raw in raw_lines(source):
+        analyzer.feed(raw)
+    analyzer.finish()
+    options = options or Options()
+    if options.run_index is not None and not 1 <= options.run_index <= max(1, len(analyzer.runs)):
+        raise ValueError(f"run {options.run_index} does not exist: the log holds "
+                         f"{len(analyzer.runs)} run(s)")
+    if name is None:
+        name = os.fspath(source) if isinstance(source, str | os.PathLike) else "<stream>"
+    return analyzer.report(name, options)

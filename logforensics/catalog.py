@@ -1,0 +1,221 @@
+"""The pattern catalog: load, validate and compile ``patterns/**/*.toml``.
+
+The catalog is data (see ``patterns/README.md`` for the schema). Loading is strict: a broken
+file or pattern raises ``CatalogError`` whose message names the file, the pattern id and the
+problem, so a user's own pattern directory fails loudly instead of silently matching nothing.
+Every regex is compiled with the ``regex`` module and always run with a timeout, so a hostile
+line cannot hang logx.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import regex
+
+SEVERITIES = ("fatal", "error", "warning", "info")
+PHASES = ("args", "import", "init", "weights", "kv_alloc", "cuda_graph", "warmup", "serving",
+          "any")
+TRACEBACK_KEYS = ("exception", "message", "frame", "raising_frame", "context")
+MATCH_KEYS = (*TRACEBACK_KEYS, "line", "condition")
+REQUIRED = ("id", "title", "severity", "phase", "explanation", "fix")
+REGEX_TIMEOUT = 0.25  # seconds, per search
+ENV_VAR = "LOGX_PATTERNS"
+_ID = regex.compile(r"[a-z0-9_]+")
+
+
+class CatalogError(Exception):
+    """A pattern file or pattern that cannot be used; the message is one line."""
+
+
+@dataclass(slots=True)
+class MatchSpec:
+    """One ``[[pattern.match]]`` table, compiled. Absent keys are ``None``."""
+
+    exception: regex.Pattern | None = None
+    message: regex.Pattern | None = None
+    frame: regex.Pattern | None = None
+    raising_frame: regex.Pattern | None = None
+    context: regex.Pattern | None = None
+    line: regex.Pattern | None = None
+    condition: str | None = None
+
+    @property
+    def kind(self) -> str:
+        if self.condition:
+            return "condition"
+        if self.line is not None:
+            return "line"
+        return "traceback"
+
+
+@dataclass(slots=True)
+class Pattern:
+    id: str
+    title: str
+    severity: str
+    phase: str
+    explanation: str
+    fix: str
+    priority: int = 50
+    references: list[str] = field(default_factory=list)
+    matches: list[MatchSpec] = field(default_factory=list)
+    source: str = ""  # file it came from
+
+    @property
+    def is_problem(self) -> bool:
+        return self.severity in ("fatal", "error")
+
+
+@dataclass
+class Catalog:
+    patterns: list[Pattern]
+
+    def __post_init__(self) -> None:
+        self.by_id = {p.id: p for p in self.patterns}
+        self.traceback_specs = [(p, s) for p in self.patterns for s in p.matches
+                                if s.kind == "traceback"]
+        self.line_specs = [(p, s) for p in self.patterns for s in p.matches if s.kind == "line"]
+        self.condition_specs = [(p, s) for p in self.patterns for s in p.matches
+                                if s.kind == "condition"]
+        # One alternation of every line regex: a single search rejects most lines at once.
+        alternatives = [f"(?:{s.line.pattern})" for _, s in self.line_specs if s.line]
+        self.line_prefilter = (regex.compile("|".join(alternatives)) if alternatives else None)
+
+
+def builtin_dir() -> Path:
+    """The bundled catalog: ``logforensics/patterns`` in an installed wheel, ``patterns/`` in a
+    source checkout."""
+    try:
+        installed = resources.files("logforensics.patterns")
+        path = Path(str(installed))
+        if path.is_dir() and any(path.rglob("*.toml")):
+            return path
+    except (ModuleNotFoundError, TypeError):
+        pass
+    return Path(__file__).resolve().parent.parent / "patterns"
+
+
+def pattern_dirs(extra: list[str | os.PathLike] | None = None) -> list[Path]:
+    """Directories to load, in order: bundled, ``$LOGX_PATTERNS`` entries, then ``extra``.
+    Later directories override earlier ones by pattern id."""
+    dirs = [builtin_dir()]
+    env = os.environ.get(ENV_VAR, "")
+    dirs += [Path(p) for p in env.split(os.pathsep) if p]
+    dirs += [Path(p) for p in (extra or [])]
+    return dirs
+
+
+def load_catalog(extra: list[str | os.PathLike] | None = None, builtin: bool = True) -> Catalog:
+    """Load every pattern file; raise ``CatalogError`` on the first problem."""
+    dirs = pattern_dirs(extra) if builtin else [Path(p) for p in (extra or [])]
+    merged: dict[str, Pattern] = {}
+    for directory in dirs:
+        if not directory.is_dir():
+            raise CatalogError(f"{directory}: pattern directory not found")
+        seen_here: dict[str, str] = {}
+        for file in sorted(directory.rglob("*.toml")):
+            for pattern in load_file(file):
+                if pattern.id in seen_here:
+                    raise CatalogError(
+                        f"{file}: pattern {pattern.id}: duplicate id "
+                        f"(also in {seen_here[pattern.id]})")
+                seen_here[pattern.id] = str(file)
+                merged[pattern.id] = pattern
+    return Catalog(list(merged.values()))
+
+
+def load_file(file: Path) -> list[Pattern]:
+    try:
+        with open(file, "rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{file}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise CatalogError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    tables = data.get("pattern", [])
+    if not isinstance(tables, list):
+        raise CatalogError(f"{file}: 'pattern' must be an array of tables ([[pattern]])")
+    return [build_pattern(table, file, i) for i, table in enumerate(tables)]
+
+
+def build_pattern(table: dict, file: Path | str, index: int = 0) -> Pattern:
+    pid = table.get("id") if isinstance(table.get("id"), str) else f"#{index + 1}"
+
+    def fail(problem: str) -> CatalogError:
+        return CatalogError(f"{file}: pattern {pid}: {problem}")
+
+    for key in REQUIRED:
+        if not isinstance(table.get(key), str) or not table[key].strip():
+            raise fail(f"missing or empty required field '{key}'")
+    if not _ID.fullmatch(table["id"]):
+        raise fail("id must be lowercase letters, digits and underscores")
+    if table["severity"] not in SEVERITIES:
+        raise fail(f"severity must be one of {', '.join(SEVERITIES)}")
+    if table["phase"] not in PHASES:
+        raise fail(f"phase must be one of {', '.join(PHASES)}")
+    priority = table.get("priority", 50)
+    if not isinstance(priority, int) or not 0 <= priority <= 100:
+        raise fail("priority must be an integer from 0 to 100")
+    references = table.get("references", [])
+    if not isinstance(references, list) or not all(isinstance(r, str) for r in references):
+        raise fail("references must be a list of strings")
+    raw_matches = table.get("match")
+    if isinstance(raw_matches, dict):
+        raw_matches = [raw_matches]
+    if not raw_matches or not isinstance(raw_matches, list):
+        raise fail("needs at least one [[pattern.match]] table")
+    matches = [build_match(m, fail) for m in raw_matches]
+    return Pattern(
+        id=table["id"], title=table["title"].strip(), severity=table["severity"],
+        phase=table["phase"], explanation=table["explanation"].strip(),
+        fix=table["fix"].strip(), priority=priority, references=references, matches=matches,
+        source=str(file),
+    )
+
+
+def build_match(table: dict, fail) -> MatchSpec:
+    if not isinstance(table, dict) or not table:
+        raise fail("a match table is empty")
+    unknown = set(table) - set(MATCH_KEYS)
+    if unknown:
+        raise fail(f"unknown match key(s): {', '.join(sorted(unknown))}")
+    if "line" in table and set(table) & set(TRACEBACK_KEYS):
+        raise fail("'line' cannot be combined with traceback keys in one match table")
+    spec = MatchSpec()
+    for key in (*TRACEBACK_KEYS, "line"):
+        if key in table:
+            value = table[key]
+            if not isinstance(value, str) or not value:
+                raise fail(f"match key '{key}' must be a non-empty string")
+            try:
+                setattr(spec, key, regex.compile(value))
+            except regex.error as exc:
+                raise fail(f"bad regex in '{key}': {exc}") from None
+    if "condition" in table:
+        from .findings import CONDITIONS
+
+        if table["condition"] not in CONDITIONS:
+            raise fail(f"unknown condition '{table['condition']}' "
+                       f"(known: {', '.join(sorted(CONDITIONS))})")
+        spec.condition = table["condition"]
+    return spec
+
+
+def safe_search(pattern: regex.Pattern, text: str, partial: bool = False):
+    """Search with a timeout; a regex that times out counts as no match."""
+    try:
+        return pattern.search(text, partial=partial, timeout=REGEX_TIMEOUT)
+    except TimeoutError:
+        return None
+
+
+def safe_fullmatch(pattern: regex.Pattern, text: str):
+    try:
+        return pattern.fullmatch(text, timeout=REGEX_TIMEOUT)
+    except TimeoutError:
+        return None

@@ -1,0 +1,156 @@
+"""The ``logx`` command line. It only parses arguments and calls the library.
+
+Exit codes (stable, documented in the README):
+0 no failure found · 1 a fatal/error finding · 2 usage error or unreadable input ·
+3 inconclusive (empty or stale log; for ``watch``: timeout or silence) · 4 internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from . import __version__
+from .analysis import Options, explain
+from .catalog import CatalogError, load_catalog
+from .report import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, render
+from .sources import SourceError
+
+EXIT_INTERNAL = 4
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Read LLM inference-server logs (SGLang first): what the run reached, "
+                       "what broke, why, and which flag to change.")
+patterns_app = typer.Typer(no_args_is_help=True, help="The pattern catalog.")
+app.add_typer(patterns_app, name="patterns")
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for; one line, exit code 2."""
+
+
+def make_console(width: int | None = None, stderr: bool = False) -> Console:
+    """Colour only on a TTY; rich honours NO_COLOR itself."""
+    return Console(stderr=stderr, width=width, highlight=False, soft_wrap=False)
+
+
+PatternsOpt = Annotated[list[Path] | None, typer.Option(
+    "--patterns", help="Extra pattern directory (repeatable; also $LOGX_PATTERNS).")]
+
+
+@app.command("explain")
+def explain_cmd(
+    logs: Annotated[list[str], typer.Argument(help="Log file(s); '-' reads standard input.")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object (logx.report/1).")] = False,
+    run: Annotated[int | None, typer.Option(
+        "--run", min=1, help="Explain run N (1-based) instead of the last.")] = None,
+    patterns: PatternsOpt = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show warnings and info findings too.")] = False,
+    width: Annotated[int | None, typer.Option("--width", help="Text width (default: terminal).")] = None,
+) -> None:
+    """Explain a log: the run's phase, the root cause with evidence, and the fix."""
+    catalog = load_catalog(patterns)
+    options = Options(run_index=run)
+    reports, worst = [], EXIT_OK
+    console = make_console(width)
+    for log in logs:
+        try:
+            report = explain(log, name=log, options=options, catalog=catalog)
+        except SourceError as exc:
+            typer.echo(f"logx: {exc}", err=True)
+            worst = max(worst, EXIT_USAGE)
+            continue
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        reports.append(report)
+        if as_json:
+            continue
+        if len(logs) > 1 and reports[:-1]:
+            console.print()
+        render(report, console, verbose=verbose)
+        worst = _combine(worst, report.exit_code)
+    if as_json:
+        for report in reports:
+            worst = _combine(worst, report.exit_code)
+        payload = reports[0].to_json() if len(logs) == 1 and reports else \
+            [r.to_json() for r in reports]
+        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    raise typer.Exit(worst)
+
+
+def _combine(worst: int, code: int) -> int:
+    """Several files: unreadable (2) > failure (1) > inconclusive (3) > ok (0)."""
+    order = {EXIT_OK: 0, EXIT_INCONCLUSIVE: 1, EXIT_FAILURE: 2, EXIT_USAGE: 3}
+    return code if order.get(code, 0) > order.get(worst, 0) else worst
+
+
+@patterns_app.command("list")
+def patterns_list(patterns: PatternsOpt = None,
+                  as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List the catalog: id, severity, phase, priority and title."""
+    from .lint import catalog_table
+
+    catalog = load_catalog(patterns)
+    if as_json:
+        rows = [{"id": p.id, "title": p.title, "severity": p.severity, "phase": p.phase,
+                 "priority": p.priority, "source": p.source} for p in catalog.patterns]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    make_console().print(catalog_table(catalog))
+
+
+@patterns_app.command("lint")
+def patterns_lint(
+    patterns: PatternsOpt = None,
+    fixtures: Annotated[Path | None, typer.Option(
+        "--fixtures", help="Fixture directory that must trigger every pattern.")] = None,
+) -> None:
+    """Check every pattern: loads, regexes compile and are safe, ids unique, and at least
+    one fixture triggers it."""
+    from .lint import lint_catalog
+
+    problems = lint_catalog(patterns, fixtures)
+    for problem in problems:
+        typer.echo(problem)
+    typer.echo(f"{len(problems)} problem(s)" if problems else "catalog OK")
+    raise typer.Exit(1 if problems else 0)
+
+
+@app.command("version")
+def version_cmd() -> None:
+    """Print logx's version."""
+    typer.echo(f"logx {__version__}")
+
+
+def main() -> None:
+    """Console-script entry: logx never shows its own traceback to its user. Usage errors
+    are reported by the argument parser itself (exit code 2)."""
+    try:
+        app()
+    except (SourceError, CatalogError, UsageError) as exc:
+        print(f"logx: {exc}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        _silence_broken_pipe()
+        sys.exit(EXIT_OK)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence
+        print(f"logx: internal error: {type(exc).__name__}: {exc} "
+              "(please report it with the log that caused it)", file=sys.stderr)
+        sys.exit(EXIT_INTERNAL)
+
+
+def _silence_broken_pipe() -> None:
+    """After ``| head`` closes the pipe, make the interpreter's final flush quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass

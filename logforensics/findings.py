@@ -1,0 +1,374 @@
+"""Stage 6 — findings: match the catalog against a run's tracebacks, lines and state, then
+rank the results so the root cause comes first and its symptoms after it.
+
+Matching is incremental (``Matcher.on_line`` / ``on_traceback`` as events stream by) so that
+no line has to be kept; ``Matcher.findings(run)`` turns the hits into ranked ``Finding``s with
+their evidence, explanation and a fix whose ``{placeholders}`` are filled from the match and
+the run's facts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .catalog import Catalog, MatchSpec, Pattern, safe_fullmatch, safe_search
+from .events import Event
+from .runs import PHASE_RANK, Run, phase_from_frames
+from .tracebacks import ExceptionInfo, Traceback
+
+MIN_PARTIAL_CHARS = 16
+MAX_EVIDENCE = 8
+SEVERITY_RANK = {"fatal": 0, "error": 0, "warning": 1, "info": 2}
+# Stats lines are the bulk of a serving log and carry no failure text.
+_SKIP_LINE_KINDS = frozenset({"prefill_batch", "decode_batch"})
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
+
+
+@dataclass
+class Evidence:
+    line: int
+    text: str
+
+    def to_dict(self) -> dict:
+        return {"line": self.line, "text": self.text}
+
+
+@dataclass
+class Finding:
+    """A root cause (or symptom) found in a run, with the lines that prove it."""
+
+    id: str
+    title: str
+    severity: str
+    confidence: float
+    phase: str
+    run: int
+    evidence: list[Evidence]
+    explanation: str
+    fix: str
+    priority: int = 50
+    streams: list[str] = field(default_factory=list)
+    occurrences: int = 1
+    traceback: Traceback | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_problem(self) -> bool:
+        return self.severity in ("fatal", "error")
+
+    def sort_key(self) -> tuple:
+        first = self.evidence[0].line if self.evidence else 0
+        return (SEVERITY_RANK.get(self.severity, 3), -self.priority, first)
+
+    def to_dict(self) -> dict:
+        out = {
+            "id": self.id, "title": self.title, "severity": self.severity,
+            "confidence": round(self.confidence, 2), "phase": self.phase, "run": self.run,
+            "evidence": [e.to_dict() for e in self.evidence],
+            "explanation": self.explanation, "fix": self.fix,
+            "occurrences": self.occurrences, "streams": self.streams,
+        }
+        if self.traceback is not None:
+            tb = self.traceback
+            frame = tb.raising_frame
+            out["exception"] = {
+                "type": tb.exc_type, "message": tb.message[:2000],
+                "raised_at": frame.to_dict() if frame else None, "missing": tb.missing,
+            }
+        if self.facts:
+            out["facts"] = self.facts
+        return out
+
+
+@dataclass
+class Hit:
+    pattern: Pattern
+    groups: dict[str, Any]
+    evidence: list[Evidence]
+    confidence: float
+    stream: str
+    traceback: Traceback | None = None
+
+
+# — named conditions on a run's state —————————————————————————————————————————————
+
+
+def _died_after_weights(run: Run) -> list[Evidence] | None:
+    """Weights loaded (or later), no ready line, no traceback, and the log ends there.
+    The stale-log detector refines this with the process's real state."""
+    if run.ready or run.tracebacks or PHASE_RANK[run.phase] < PHASE_RANK["weights"]:
+        return None
+    kinds = {e.kind for e in run.endings}
+    if not kinds & {"killed", "sigquit_child", "rank_dead", "rank_died", "exit_code",
+                    "subprocess_crashed"}:
+        return None
+    return [Evidence(e.number, e.line.text) for e in run.endings[:3]]
+
+
+def _avail_mem_far_below_capacity(run: Run) -> list[Evidence] | None:
+    """Ranks started with very different free memory, or SGLang said the capacity is
+    unbalanced: another process holds part of a GPU."""
+    out = [Evidence(e.number, e.line.text) for e in run.memory_events if e.kind == "mem_unbalanced"]
+    begins = [e for e in run.memory_events if e.kind == "weight_load_begin"
+              and isinstance(e.fields.get("avail_gb"), int | float)]
+    if len(begins) >= 2:
+        values = [e.fields["avail_gb"] for e in begins]
+        hi, lo = max(values), min(values)
+        if hi > 0 and lo < 0.8 * hi:
+            low = min(begins, key=lambda e: e.fields["avail_gb"])
+            high = max(begins, key=lambda e: e.fields["avail_gb"])
+            out += [Evidence(high.number, high.line.text), Evidence(low.number, low.line.text)]
+    return out or None
+
+
+def _dp_encoder_with_dp_attention_stalled(run: Run) -> list[Evidence] | None:
+    """``--mm-enable-dp-encoder`` with DP attention, and the log stops in graph capture."""
+    a = run.args
+    if not (a.get("mm_enable_dp_encoder") and (a.get("enable_dp_attention")
+                                               or (a.get("attn_dp_size") or 1) > 1)):
+        return None
+    if run.phase != "cuda_graph" or run.tracebacks:
+        return None
+    ev = [Evidence(run.args_line or run.first_line, "server_args: mm_enable_dp_encoder=True, "
+                   "enable_dp_attention=True")]
+    ev += [Evidence(e.number, e.line.text) for e in run.memory_events
+           if e.kind == "cuda_graph_begin"][:2]
+    return ev
+
+
+CONDITIONS: dict[str, Callable[[Run], list[Evidence] | None]] = {
+    "died_after_weights": _died_after_weights,
+    "avail_mem_far_below_capacity": _avail_mem_far_below_capacity,
+    "dp_encoder_with_dp_attention_stalled": _dp_encoder_with_dp_attention_stalled,
+}
+
+
+# — matching ————————————————————————————————————————————————————————————————
+
+
+def _search(pattern, text: str, may_be_cut: bool) -> tuple[Any, bool] | None:
+    """Search ``text``; when it may be cut, also accept a partial match running off its end."""
+    m = safe_search(pattern, text)
+    if m is not None:
+        return m, False
+    if not may_be_cut:
+        return None
+    cut = text.rstrip()
+    for tail in ("...", "\u2026"):
+        if cut.endswith(tail):
+            cut = cut[: -len(tail)].rstrip()
+    m = safe_search(pattern, cut, partial=True)
+    if m is not None and m.partial and m.end() >= len(cut) and m.end() - m.start() >= MIN_PARTIAL_CHARS:
+        return m, True
+    return None
+
+
+def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
+                       may_be_cut: bool) -> tuple[dict, bool] | None:
+    groups: dict[str, Any] = {}
+    partial = False
+    if spec.exception is not None:
+        if not exc.type:
+            return None
+        if not (safe_fullmatch(spec.exception, exc.short_type or "")
+                or safe_fullmatch(spec.exception, exc.type)):
+            return None
+    if spec.message is not None:
+        if not exc.message:
+            return None
+        found = _search(spec.message, exc.message, may_be_cut)
+        if found is None:
+            return None
+        m, partial = found
+        groups.update({k: v for k, v in m.groupdict().items() if v is not None})
+    frames = exc.frames or tb.frames
+    if spec.frame is not None and not any(safe_search(spec.frame, f.location) for f in frames):
+        return None
+    if spec.raising_frame is not None:
+        raising = frames[-1] if frames else None
+        if raising is None or not safe_search(spec.raising_frame, raising.location):
+            return None
+    if spec.context is not None and not safe_search(spec.context, tb.context):
+        return None
+    return groups, partial
+
+
+def traceback_evidence(tb: Traceback, exc: ExceptionInfo | None = None) -> list[Evidence]:
+    """A compact proof: the header, the raising frame, and the exception line(s)."""
+    exc = exc or tb.final
+    lines = tb.lines
+    picked: list[tuple[int, str]] = []
+    if lines:
+        picked.append(lines[0])
+    frames = exc.frames or tb.frames
+    if frames:
+        last = frames[-1]
+        needle = f'line {last.line}'
+        for i, (n, text) in enumerate(lines):
+            if last.file in text and needle in text:
+                picked.append((n, text))
+                if i + 1 < len(lines) and lines[i + 1][1].startswith((" ", "\t")) \
+                        and last.source and last.source in lines[i + 1][1]:
+                    picked.append(lines[i + 1])
+                break
+    if exc.type:
+        key = exc.message.split("\n", 1)[0][:60]
+        for i, (_n, text) in enumerate(lines):
+            if (exc.type in text or "what():" in text) and key in text:
+                picked.extend(lines[i : i + 3])
+                break
+        else:
+            picked.extend(lines[-2:])
+    else:
+        picked.extend(lines[-2:])
+    seen: set[int] = set()
+    out = []
+    for n, text in sorted(picked):
+        if n not in seen and text.strip():
+            seen.add(n)
+            out.append(Evidence(n, text))
+    return out[:MAX_EVIDENCE]
+
+
+class Matcher:
+    """Collects catalog hits per run while events stream by."""
+
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+        self.hits: dict[int, list[Hit]] = {}
+
+    def on_event(self, event: Event, run: Run, last_line: bool = False) -> list[Hit]:
+        if event.kind == "traceback" and event.traceback is not None:
+            return self.on_traceback(event.traceback, run)
+        if event.kind in _SKIP_LINE_KINDS:
+            return []
+        return self.on_line(event, run, last_line)
+
+    def on_line(self, event: Event, run: Run, may_be_cut: bool = False) -> list[Hit]:
+        prefilter = self.catalog.line_prefilter
+        msg = event.line.message
+        if prefilter is None or not msg:
+            return []
+        cut = may_be_cut or event.line.truncated or not event.line.eol
+        if safe_search(prefilter, msg) is None and not cut:
+            return []
+        new = []
+        for pattern, spec in self.catalog.line_specs:
+            found = _search(spec.line, msg, cut)
+            if found is None:
+                continue
+            m, partial = found
+            hit = Hit(pattern, {k: v for k, v in m.groupdict().items() if v is not None},
+                      [Evidence(event.number, event.line.text)], 0.7 if partial else 0.9,
+                      event.line.stream)
+            new.append(hit)
+        self.hits.setdefault(run.index, []).extend(new)
+        return new
+
+    def on_traceback(self, tb: Traceback, run: Run) -> list[Hit]:
+        may_be_cut = tb.message_truncated or tb.ends_input
+        new = []
+        matched_ids: set[str] = set()
+        ordered = [tb.final] + [e for e in reversed(tb.exceptions) if e is not tb.final]
+        for pattern, spec in self.catalog.traceback_specs:
+            if pattern.id in matched_ids:
+                continue
+            for exc in ordered:
+                result = _exception_matches(spec, exc, tb, may_be_cut and exc is tb.final)
+                if result is None:
+                    continue
+                groups, partial = result
+                confidence = 0.95 if spec.message is not None else 0.75
+                if partial:
+                    confidence = 0.8
+                if exc is not tb.final:
+                    confidence -= 0.1
+                new.append(Hit(pattern, groups, traceback_evidence(tb, exc), confidence,
+                               tb.stream, tb))
+                matched_ids.add(pattern.id)
+                break
+        if not new:
+            new.append(self._unclassified(tb))
+        self.hits.setdefault(run.index, []).extend(new)
+        return new
+
+    def _unclassified(self, tb: Traceback) -> Hit:
+        frame = tb.raising_frame
+        where = f"{frame.file}:{frame.line} in {frame.function}" if frame else "unknown location"
+        exc_type = tb.exc_type or "an exception (its type line was cut off)"
+        message = tb.message.split("\n", 1)[0][:300] if tb.message else "(message not in the log)"
+        pattern = Pattern(
+            id="unclassified_exception",
+            title=f"Unclassified exception: {tb.exc_type or 'unknown type'}",
+            severity="error", phase="any", priority=10 if tb.exc_type else 5,
+            explanation=(f"{exc_type} was raised at {where}: {message}. No catalog pattern "
+                         "explains it; the traceback below is the best evidence."),
+            fix=("Read the raising frame and the message. If this is a known failure, add a "
+                 "pattern for it (`logx patterns list`, `--patterns DIR`)."),
+        )
+        return Hit(pattern, {}, traceback_evidence(tb), 0.3, tb.stream, tb)
+
+    def findings(self, run: Run, facts: dict[str, Any]) -> list[Finding]:
+        """Ranked findings for ``run`` (most likely root cause first)."""
+        hits = list(self.hits.get(run.index, []))
+        for pattern, spec in self.catalog.condition_specs:
+            evidence = CONDITIONS[spec.condition](run)  # type: ignore[index]
+            if evidence:
+                hits.append(Hit(pattern, {}, evidence, 0.6, ""))
+        merged: dict[tuple, Finding] = {}
+        for hit in hits:
+            p = hit.pattern
+            key = (p.id, p.title) if p.id == "unclassified_exception" else (p.id,)
+            if key in merged:
+                f = merged[key]
+                f.occurrences += 1
+                if hit.stream and hit.stream not in f.streams:
+                    f.streams.append(hit.stream)
+                have = {e.line for e in f.evidence}
+                extra = [e for e in hit.evidence if e.line not in have]
+                f.evidence = sorted(f.evidence + extra, key=lambda e: e.line)[:MAX_EVIDENCE]
+                f.confidence = max(f.confidence, hit.confidence)
+                continue
+            values = {**facts, **hit.groups}
+            phase = p.phase if p.phase != "any" else _phase_at(run, hit)
+            merged[key] = Finding(
+                id=p.id, title=fill(p.title, values), severity=p.severity,
+                confidence=hit.confidence, phase=phase, run=run.index,
+                evidence=sorted(hit.evidence, key=lambda e: e.line),
+                explanation=fill(p.explanation, values), fix=fill(p.fix, values),
+                priority=p.priority, streams=[hit.stream] if hit.stream else [],
+                traceback=hit.traceback,
+            )
+        return rank(list(merged.values()))
+
+
+def rank(findings: list[Finding]) -> list[Finding]:
+    """Order findings: problems before warnings before info, then by priority, then by the
+    first evidence line (the first rank to fail outranks the ranks that failed after it)."""
+    return sorted(findings, key=Finding.sort_key)
+
+
+def _phase_at(run: Run, hit: Hit) -> str:
+    if hit.traceback is not None:
+        from_frames = phase_from_frames(hit.traceback)
+        if from_frames:
+            return from_frames
+    line = hit.evidence[0].line if hit.evidence else run.last_line
+    reached = "launch"
+    for phase, first in sorted(run.phase_lines.items(), key=lambda kv: kv[1]):
+        if first <= line:
+            reached = phase
+    return "args" if reached == "launch" and run.args_line else reached
+
+
+def fill(template: str, values: dict[str, Any]) -> str:
+    """Fill ``{name}`` placeholders; unknown names render as ``<name>``."""
+
+    def sub(m: re.Match[str]) -> str:
+        value = values.get(m.group(1))
+        return f"<{m.group(1)}>" if value is None else str(value)
+
+    return _PLACEHOLDER.sub(sub, template)

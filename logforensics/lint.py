@@ -1,0 +1,97 @@
+"""``logx patterns list`` and ``lint``: the catalog as a table, and its health checks."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import regex
+from rich.table import Table
+
+from .catalog import TRACEBACK_KEYS, Catalog, CatalogError, builtin_dir, load_catalog
+
+ADVERSARIAL = (
+    "a" * 50_000,
+    " " * 50_000 + "!",
+    "-" * 50_000 + "x",
+    "=" * 20_000 + "\n" + "a=" * 20_000,
+    "File \"" + "/a" * 20_000,
+    "Error: " + "Error: " * 10_000,
+    "0." * 30_000,
+)
+BACKTRACK_BUDGET = 0.5  # seconds per regex over all adversarial strings
+
+
+def catalog_table(catalog: Catalog) -> Table:
+    table = Table(title=f"{len(catalog.patterns)} patterns")
+    for col in ("id", "severity", "phase", "priority", "title"):
+        table.add_column(col, overflow="fold")
+    for p in sorted(catalog.patterns, key=lambda p: (p.source, -p.priority)):
+        table.add_row(p.id, p.severity, p.phase, str(p.priority), p.title)
+    return table
+
+
+def regex_is_safe(pattern: regex.Pattern) -> bool:
+    """Run ``pattern`` over strings built to trigger catastrophic backtracking."""
+    start = time.perf_counter()
+    for text in ADVERSARIAL:
+        try:
+            pattern.search(text, timeout=BACKTRACK_BUDGET)
+            pattern.search(text, partial=True, timeout=BACKTRACK_BUDGET)
+        except TimeoutError:
+            return False
+    return time.perf_counter() - start < BACKTRACK_BUDGET * 4
+
+
+def default_fixtures_dir() -> Path | None:
+    candidate = builtin_dir().parent / "fixtures"
+    return candidate if candidate.is_dir() else None
+
+
+def lint_catalog(extra: list[os.PathLike] | None = None,
+                 fixtures: os.PathLike | None = None) -> list[str]:
+    """Problems found in the catalog, one line each (empty list: all good)."""
+    try:
+        catalog = load_catalog(extra)
+    except CatalogError as exc:
+        return [str(exc)]
+    problems = []
+    for p in catalog.patterns:
+        for spec in p.matches:
+            for key in (*TRACEBACK_KEYS, "line"):
+                rx = getattr(spec, key)
+                if rx is not None and not regex_is_safe(rx):
+                    problems.append(f"{p.source}: pattern {p.id}: regex in '{key}' is slow on "
+                                    "adversarial input (catastrophic backtracking?)")
+    fixture_dir = Path(fixtures) if fixtures else default_fixtures_dir()
+    if fixture_dir is None:
+        problems.append("no fixtures directory found: cannot check that every pattern "
+                        "is triggered (pass --fixtures DIR)")
+        return problems
+    triggered = fixtures_triggering(catalog, fixture_dir)
+    for p in catalog.patterns:
+        if p.id not in triggered:
+            problems.append(f"{p.source}: pattern {p.id}: no fixture in {fixture_dir} "
+                            "triggers it")
+    return problems
+
+
+def fixtures_triggering(catalog: Catalog, fixture_dir: Path) -> dict[str, list[str]]:
+    """Pattern id -> fixture files in which it produced a finding."""
+    from .analysis import explain
+
+    out: dict[str, list[str]] = {}
+    for log in sorted(fixture_dir.glob("*.log")):
+        report = explain(log, catalog=catalog)
+        for run in report.runs:
+            run_report_ids = {f.id for f in _findings(report, run)}
+            for pid in run_report_ids:
+                out.setdefault(pid, []).append(log.name)
+    return out
+
+
+def _findings(report, run):
+    if run is report.run:
+        return report.findings
+    return []

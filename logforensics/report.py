@@ -1,0 +1,253 @@
+"""Stage 7 — report: the verdict, exit code, JSON schema and the text a person reads.
+
+The JSON schema ``logx.report/1`` is stable: keys are only ever added. The text rendering is
+rich markup; the caller's ``Console`` decides colour (a TTY, ``NO_COLOR``) and width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from .findings import Finding
+from .runs import PHASES, Run
+
+SCHEMA = "logx.report/1"
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+VERDICTS = ("failed", "ready", "running", "stale", "empty", "unknown")
+_STYLE = {"fatal": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
+_VERDICT_STYLE = {"failed": "bold red", "ready": "bold green", "running": "bold cyan",
+                  "stale": "bold yellow", "empty": "bold yellow", "unknown": "bold"}
+
+
+@dataclass
+class Report:
+    """Everything logx concluded about one log."""
+
+    file: str
+    runs: list[Run]
+    run: Run | None  # the run explained
+    findings: list[Finding]
+    lines: int = 0
+    bytes: int = 0
+    status: Any = None  # staleness.Status when the stale-log detector ran
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def primary(self) -> Finding | None:
+        """The most likely root cause: the first fatal/error finding."""
+        return next((f for f in self.findings if f.is_problem), None)
+
+    @property
+    def verdict(self) -> str:
+        state = getattr(self.status, "state", None)
+        if state == "STALE":
+            return "stale"
+        if state == "EMPTY":
+            return "empty"
+        if self.primary is not None:
+            return "failed"
+        run = self.run
+        if run is None or (run.phase == "launch" and run.args_line is None):
+            return "unknown"
+        if run.ready:
+            return "ready"
+        return "running"
+
+    @property
+    def exit_code(self) -> int:
+        verdict = self.verdict
+        if verdict == "failed":
+            return EXIT_FAILURE
+        if verdict in ("stale", "empty"):
+            return EXIT_INCONCLUSIVE
+        return EXIT_OK
+
+    @property
+    def memory_untouched(self) -> bool:
+        """The run failed before any GPU allocation (argument validation or import)."""
+        primary = self.primary
+        return (self.run is not None and primary is not None and primary.phase in
+                ("args", "import") and not self.run.memory_touched)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "schema": SCHEMA,
+            "file": self.file,
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "explained_run": self.run.index if self.run else None,
+            "lines": self.lines,
+            "runs": [run_json(r) for r in self.runs],
+            "findings": [f.to_dict() for f in self.findings],
+        }
+        if self.status is not None:
+            out["status"] = self.status.to_dict()
+        for key, value in self.extra.items():
+            out.setdefault(key, value)
+        return out
+
+
+def run_json(run: Run) -> dict[str, Any]:
+    return {
+        "index": run.index,
+        "phase": run.phase,
+        "started_at": run.started_at,
+        "ended_at": run.ended_at,
+        "first_line": run.first_line,
+        "last_line": run.last_line,
+        "sglang_version": run.sglang_version,
+        "version_hints": sorted(run.version_hints),
+        "model": run.model,
+        "model_class": run.model_class,
+        "memory_touched": run.memory_touched,
+        "pids": run.pids,
+        "ended_by": [{"line": e.number, "kind": e.kind, "text": e.line.text}
+                     for e in run.endings[:10]],
+        "serving": serving_json(run),
+        "args": run.key_args(),
+    }
+
+
+def serving_json(run: Run) -> dict[str, Any] | None:
+    if not (run.batches or run.requests):
+        return None
+    decode = run.last_decode or {}
+    prefill = run.last_prefill or {}
+    return {
+        "batches": run.batches,
+        "requests": run.requests,
+        "http_5xx": run.http_errors,
+        "running_req": decode.get("running_req", prefill.get("running_req")),
+        "queue_req": decode.get("queue_req", prefill.get("queue_req")),
+        "token_usage": decode.get("token_usage", decode.get("full_token_usage")),
+        "gen_throughput": decode.get("gen_throughput_(token/s)") or decode.get("gen_throughput"),
+    }
+
+
+# — text ————————————————————————————————————————————————————————————————————
+
+
+def phase_timeline(run: Run, failed: bool) -> Text:
+    """``launch ✓ → args ✓ → weights ✗`` up to the phase reached; a phase the log does not
+    show (a cut paste) is ``·``."""
+    text = Text()
+    reached = PHASES.index(run.phase)
+    for i, phase in enumerate(PHASES[: reached + 1]):
+        if i:
+            text.append(" → ", style="dim")
+        last = i == reached
+        if last and failed:
+            mark, style = "✗", "bold red"
+        elif phase in run.phase_lines:
+            mark, style = "✓", "green"
+        else:
+            mark, style = "·", "dim"
+        text.append(f"{phase} ", style="bold" if last else ("" if mark != "·" else "dim"))
+        text.append(mark, style=style)
+    return text
+
+
+def render(report: Report, console: Console, verbose: bool = False) -> None:
+    """Print the report for a person."""
+    console.print(Group(*_sections(report, verbose)))
+
+
+def _sections(report: Report, verbose: bool) -> list:
+    out: list = []
+    run = report.run
+    head = Text.assemble(("logx explain ", "bold"), (report.file, "bold underline"))
+    if len(report.runs) > 1 and run is not None:
+        head.append(f"   run {run.index} of {len(report.runs)} in this file "
+                    f"(lines {run.first_line}–{run.last_line}); "
+                    "earlier runs exist — pick one with --run N", style="dim")
+    out.append(head)
+    verdict = report.verdict
+    line = Text.assemble(("Verdict: ", "bold"), (verdict.upper(), _VERDICT_STYLE[verdict]))
+    if report.primary is not None:
+        line.append(f" — {report.primary.title} ", style="bold")
+        line.append(f"[{report.primary.id}]", style="dim")
+    out.append(line)
+    if report.status is not None:
+        out.append(report.status.render_text())
+    if run is None:
+        out.append(Text(f"No lines in the log ({report.lines} lines read)."))
+        return out
+    out.append(_run_summary(run, report))
+    if report.memory_untouched:
+        out.append(Text(
+            "GPU memory was never touched: the run stopped in the "
+            f"{report.primary.phase} phase, before any GPU allocation. No memory flag "
+            "(--mem-fraction-static, --context-length, …) will help.", style="bold"))
+    for section in report.extra.get("_text_sections", []):
+        out.append(section)
+    problems = [f for f in report.findings if f.is_problem or verbose]
+    shown = problems if problems else report.findings
+    if not report.findings:
+        out.append(Text("No findings: nothing in this run matches a known failure.",
+                        style="green"))
+    for i, finding in enumerate(shown, 1):
+        out.append(_finding_panel(i, finding))
+    hidden = len(report.findings) - len(shown)
+    if hidden > 0:
+        rest = ", ".join(sorted({f.id for f in report.findings if f not in shown}))
+        out.append(Text(f"+ {hidden} lower-severity finding(s): {rest} (show with -v)",
+                        style="dim"))
+    return out
+
+
+def _run_summary(run: Run, report: Report) -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    version = run.sglang_version or (", ".join(sorted(run.version_hints)) + " (from log format)"
+                                     if run.version_hints else "not printed")
+    table.add_row("SGLang", escape(version))
+    model = run.model or "unknown"
+    if run.model_class:
+        model += f" ({run.model_class})"
+    table.add_row("Model", escape(model))
+    args = run.key_args()
+    flags = ", ".join(f"{k}={v}" for k, v in args.items() if k not in ("model_path", "host"))
+    if flags:
+        table.add_row("Flags", escape(flags))
+    table.add_row("Phase", phase_timeline(run, report.primary is not None))
+    when = " → ".join(t for t in (run.started_at, run.ended_at) if t)
+    if when:
+        table.add_row("Time", when)
+    if run.endings:
+        ends = "; ".join(f"{e.line.message[:70]} (line {e.number})" for e in run.endings[:3])
+        table.add_row("Ended", escape(ends))
+    serving = serving_json(run)
+    if serving:
+        table.add_row("Serving", escape(", ".join(f"{k}={v}" for k, v in serving.items()
+                                                   if v is not None)))
+    return table
+
+
+def _finding_panel(i: int, f: Finding) -> Panel:
+    body = Table.grid(padding=(0, 1))
+    body.add_column(style="dim", justify="right", no_wrap=True)
+    body.add_column(overflow="fold")
+    for ev in f.evidence:
+        body.add_row(str(ev.line), Text(ev.text))
+    parts: list = [body]
+    if f.traceback is not None and f.traceback.missing:
+        parts.append(Text(f"(traceback incomplete: {', '.join(f.traceback.missing)})",
+                          style="dim"))
+    parts.append(Text.assemble(("Why: ", "bold"), f.explanation))
+    parts.append(Text.assemble(("Fix: ", "bold green"), f.fix))
+    meta = f"{f.id} · {f.severity} · phase {f.phase} · confidence {f.confidence:.2f}"
+    if f.occurrences > 1:
+        meta += f" · seen {f.occurrences}×"
+    if f.streams and any(f.streams):
+        meta += f" · {', '.join(s for s in f.streams if s)[:60]}"
+    return Panel(Group(*parts), title=Text(f"{i}. {f.title}", style=_STYLE[f.severity]),
+                 title_align="left", subtitle=Text(meta, style="dim"), subtitle_align="right",
+                 border_style=_STYLE[f.severity])

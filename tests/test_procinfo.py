@@ -1,0 +1,131 @@
+"""procinfo against real processes (no mocked /proc)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from logforensics.procinfo import ProcessInfo, find_processes, process_info
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
+
+
+def wait_for(pred, timeout: float = 3.0, interval: float = 0.01):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
+@pytest.fixture
+def spawn():
+    """Popen wrapper that kills and reaps everything it started."""
+    procs: list[subprocess.Popen] = []
+
+    def _spawn(code: str, *extra: str) -> subprocess.Popen:
+        p = subprocess.Popen([sys.executable, "-c", code, *extra], stdin=subprocess.DEVNULL)
+        procs.append(p)
+        return p
+
+    yield _spawn
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(timeout=5)
+
+
+def test_self():
+    info = process_info(os.getpid())
+    assert isinstance(info, ProcessInfo)
+    assert info.pid == os.getpid()
+    assert info.alive is True
+    assert info.state in {"R", "S"}
+    assert info.ppid == os.getppid()
+    assert info.cmdline and "python" in os.path.basename(info.cmdline[0])
+    assert info.start_time is not None and info.start_time.tzinfo is not None
+    assert info.start_time.utcoffset() == timedelta(0)
+    assert info.start_time <= datetime.now(UTC)
+
+
+def test_nonexistent_and_invalid_pids():
+    assert process_info(0) is None
+    assert process_info(-5) is None
+    assert process_info(2**22 + 12345) is None  # above any pid_max
+
+
+def test_dead_pid(spawn):
+    p = spawn("pass")
+    p.wait(timeout=5)
+    info = process_info(p.pid)
+    # Reaped: the pid is gone (unless already reused, which then is a different process).
+    assert info is None or info.cmdline != p.args
+
+
+def test_fresh_child_start_time_close_to_now(spawn):
+    before = datetime.now(UTC)
+    p = spawn("import time; time.sleep(5)")
+    after = datetime.now(UTC)
+    info = process_info(p.pid)
+    assert info is not None and info.alive
+    assert info.ppid == os.getpid()
+    # btime is whole seconds, so the computed start can be up to 1 s early.
+    assert before - timedelta(seconds=1.5) <= info.start_time <= after + timedelta(seconds=0.5)
+
+
+def test_zombie_is_not_alive(spawn):
+    p = spawn("pass")
+    # Not reaped yet (no wait/poll): the kernel keeps a zombie entry.
+    info = wait_for(lambda: (i := process_info(p.pid)) is not None and i.state == "Z" and i)
+    assert info, "child never became a zombie"
+    assert info.alive is False
+    assert info.cmdline == []
+    assert info.comm  # the name survives in stat
+    assert all(z.pid != p.pid for z in find_processes(""))
+    p.wait(timeout=5)
+    assert process_info(p.pid) is None or process_info(p.pid).cmdline != p.args
+
+
+def test_find_processes_by_marker(spawn):
+    marker = f"logx-test-marker-{uuid.uuid4().hex}"
+    p = spawn("import sys, time; time.sleep(5)", marker)
+    found = wait_for(lambda: find_processes(marker))
+    assert [i.pid for i in found] == [p.pid]
+    assert found[0].alive and marker in found[0].cmdline
+    assert found[0].state in {"R", "S"}
+    # A multi-word pattern matches across argv elements (like "sglang serve").
+    assert [i.pid for i in find_processes(f"time.sleep(5) {marker}")] == [p.pid]
+    p.kill()
+    p.wait(timeout=5)
+    assert find_processes(marker) == []
+
+
+def test_find_processes_excludes_caller():
+    me = process_info(os.getpid()).command_line
+    assert me
+    assert all(i.pid != os.getpid() for i in find_processes(me))
+
+
+def test_vanished_mid_read_is_not_alive(spawn, monkeypatch):
+    """Simulate the race by killing the process between the stat and cmdline reads."""
+    import logforensics.procinfo as pi
+
+    p = spawn("import time; time.sleep(5)")
+    real_read = pi._read_bytes
+
+    def racing_read(path: str):
+        if path.endswith("/cmdline"):
+            p.kill()
+            p.wait(timeout=5)  # reaped: /proc/PID disappears
+        return real_read(path)
+
+    monkeypatch.setattr(pi, "_read_bytes", racing_read)
+    info = process_info(p.pid)
+    assert info is not None and info.alive is False
