@@ -8,16 +8,17 @@ one-call library entry point.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from .catalog import Catalog, load_catalog
 from .events import Event
 from .findings import Finding, Matcher, rank
-from .pipeline import EventStream, Source, raw_lines
+from .pipeline import EventStream, Source
 from .report import Report
 from .runs import Run, RunTracker
-from .sources import RawLine
+from .sources import RawLine, SourceError, SpecialLine, check_readable, iter_blocks, read_chunks
 
 MAMBA_FLAG_OLD = "--mamba-scheduler-strategy"
 MAMBA_FLAG_NEW = "--mamba-radix-cache-strategy"
@@ -83,6 +84,43 @@ def run_facts(run: Run) -> dict[str, Any]:
     return facts
 
 
+class BulkStretch:
+    """A stretch of statistics lines seen on the fast path: counts, and the lines that
+    represent it (its first line, the last prefill, decode and access lines)."""
+
+    __slots__ = ("count", "batches", "requests", "first", "last_prefill", "last_decode",
+                 "last_access", "last_number")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.count = self.batches = self.requests = self.last_number = 0
+        self.first = self.last_prefill = self.last_decode = self.last_access = None
+
+    def add(self, number: int, offset: int, data: bytes) -> None:
+        self.count += 1
+        self.last_number = number
+        if not data:  # a blank line only extends the run
+            return
+        item = (number, offset, data)
+        if self.first is None:
+            self.first = item
+        if b"] Decode batch" in data:
+            self.batches += 1
+            self.last_decode = item
+        elif b"] Prefill batch" in data:
+            self.batches += 1
+            self.last_prefill = item
+        else:
+            self.requests += 1
+            self.last_access = item
+
+    def representatives(self) -> list[RawLine]:
+        items = {i for i in (self.first, self.last_prefill, self.last_decode, self.last_access) if i}
+        return [RawLine(n, o, d) for n, o, d in sorted(items)]
+
+
 @dataclass
 class Options:
     """What the caller knows beyond the log (used by the stale-log detector)."""
@@ -103,16 +141,67 @@ class Analyzer:
         self.matcher = Matcher(self.catalog)
         self.lines = 0
         self.bytes = 0
+        self._bulk = BulkStretch()
 
     def feed(self, raw: RawLine) -> list[Event]:
         self.lines = raw.number
-        self.bytes = raw.offset + len(raw.data) + 1
+        self.bytes = raw.offset + len(raw.data) + raw.eol
         out = self.events.feed(raw)
         for event in out:
             self._dispatch(event)
         return out
 
+    def consume(self, chunks) -> None:
+        """Read a whole input (an iterable of byte chunks) on the fast path.
+
+        Most of a serving log is statistics: batch lines and successful HTTP access lines.
+        While no traceback is open, such a line is only counted (a cheap byte test, no
+        decoding, no regex); the first and last of each stretch go through the full pipeline,
+        so phases, timestamps and the latest figures stay exact. Every other line takes the
+        full path, exactly as ``feed`` would."""
+        number, offset = self.lines, self.bytes
+        for block in iter_blocks(chunks):
+            if isinstance(block, SpecialLine):
+                number += 1
+                if self._bulk.count:
+                    self._flush_bulk()
+                self.feed(RawLine(number, offset, block.data, block.truncated, block.eol))
+                offset += block.size
+                continue
+            lines = block.split(b"\n")
+            lines.pop()
+            assembler = self.events.assembler
+            bulk = self._bulk
+            for data in lines:
+                number += 1
+                if not assembler.has_open and (
+                    not data or (b"] Decode batch" in data or b"] Prefill batch" in data
+                                 or b'HTTP/1.1" 200' in data)):
+                    bulk.add(number, offset, data)
+                else:
+                    if bulk.count:
+                        self._flush_bulk()
+                    self.feed(RawLine(number, offset, data))
+                offset += len(data) + 1
+        self.lines, self.bytes = number, offset
+
+    def _flush_bulk(self) -> None:
+        """Feed a stretch of statistics lines' representatives and count the rest."""
+        bulk = self._bulk
+        keep = bulk.representatives()
+        lines, size = self.lines, self.bytes
+        for raw in keep:
+            self.feed(raw)
+        self.lines, self.bytes = lines, size
+        run = self.tracker.current
+        run.last_line = max(run.last_line, bulk.last_number)
+        run.batches += bulk.batches - sum(1 for r in keep if b" batch" in r.data)
+        run.requests += bulk.requests - sum(1 for r in keep if b"HTTP/" in r.data)
+        bulk.reset()
+
     def finish(self) -> list[Event]:
+        if self._bulk.count:
+            self._flush_bulk()
         out = self.events.finish()
         for event in out:
             self._dispatch(event)
@@ -139,6 +228,25 @@ class Analyzer:
                       lines=self.lines, bytes=self.bytes)
 
 
+def chunks_of(source: Source):
+    """Byte chunks of a path (``-``: stdin), bytes or a binary stream."""
+    if isinstance(source, bytes | bytearray):
+        yield bytes(source)
+        return
+    if isinstance(source, str | os.PathLike):
+        if os.fspath(source) == "-":
+            yield from read_chunks(sys.stdin.buffer)
+            return
+        path = check_readable(source)
+        try:
+            with open(path, "rb") as fh:
+                yield from read_chunks(fh)
+        except OSError as exc:
+            raise SourceError(f"{path}: read failed ({exc.strerror or exc})") from None
+        return
+    yield from read_chunks(source)  # type: ignore[arg-type]
+
+
 def explain(source: Source, *, name: str | None = None, options: Options | None = None,
             catalog: Catalog | None = None) -> Report:
     """Read a whole log and explain it: the library's one-call entry point.
@@ -146,8 +254,7 @@ def explain(source: Source, *, name: str | None = None, options: Options | None 
     ``source`` is a path, bytes, or a binary stream. Raises ``SourceError`` for a path that
     cannot be read and ``ValueError`` for a ``run_index`` outside the file's runs."""
     analyzer = Analyzer(catalog)
-    for raw in raw_lines(source):
-        analyzer.feed(raw)
+    analyzer.consume(chunks_of(source))
     analyzer.finish()
     options = options or Options()
     if options.run_index is not None and not 1 <= options.run_index <= max(1, len(analyzer.runs)):

@@ -264,6 +264,11 @@ class TracebackAssembler:
         self._current: dict[str, str] = {}  # wrapper -> stream of its last prefixed line
         self._last_cut = False
 
+    @property
+    def has_open(self) -> bool:
+        """Whether a traceback is being read (then every line matters)."""
+        return bool(self._open)
+
     def feed(self, line: LogLine, event: Event) -> tuple[bool, list[Traceback]]:
         """Process one line. Returns ``(consumed, completed)``: whether the line became part
         of a traceback, and the tracebacks known complete after it."""

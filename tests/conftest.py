@@ -1,0 +1,38 @@
+"""Shared helpers: small catalogs built from dicts, and logs built from lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logforensics.catalog import Catalog, build_pattern
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+def make_catalog(*tables: dict) -> Catalog:
+    """A catalog from pattern dicts; defaults fill the fields a test does not care about."""
+    patterns = []
+    for i, table in enumerate(tables):
+        full = {"title": table.get("id", "t"), "severity": "fatal", "phase": "any",
+                "explanation": "because", "fix": "change it", **table}
+        patterns.append(build_pattern(full, "<test>", i))
+    return Catalog(patterns)
+
+
+def log_bytes(*lines: str, newline_at_end: bool = True) -> bytes:
+    text = "\n".join(lines) + ("\n" if newline_at_end else "")
+    return text.encode()
+
+
+@pytest.fixture
+def write_log(tmp_path):
+    def write(name: str, *lines: str) -> Path:
+        path = tmp_path / name
+        path.write_bytes(log_bytes(*lines))
+        return path
+
+    return write

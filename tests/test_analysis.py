@@ -1,0 +1,81 @@
+"""The analysis driver: the fast whole-file path must agree with line-by-line feeding."""
+
+from __future__ import annotations
+
+from conftest import log_bytes
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from logforensics.analysis import Analyzer, Options, explain, mamba_strategy_flag
+from logforensics.catalog import load_catalog
+from logforensics.pipeline import raw_lines
+from logforensics.runs import Run
+from logforensics.sources import iter_blocks
+
+CATALOG = load_catalog()
+LINES = [
+    "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='m', tp_size=2)",
+    "[2026-03-23 14:00:05 TP0] Load weight begin. avail mem=78.50 GB",
+    "[2026-03-23 14:00:50] The server is fired up and ready to roll!",
+    "[2026-03-23 14:01:00 TP0] Decode batch, #running-req: 7, #token: 40, token usage: 0.12, cuda graph: True, "
+    "gen throughput (token/s): 80.79, #queue-req: 2",
+    "[2026-03-23 14:01:00 TP0] Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, "
+    "#running-req: 0, #queue-req: 0",
+    '[2026-03-23 14:01:01] INFO:     127.0.0.1:5000 - "POST /generate HTTP/1.1" 200 OK',
+    "",
+    "[2026-03-23 14:01:02 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/x/sglang/srt/managers/scheduler.py", line 9, in event_loop_normal',
+    "RuntimeError: Decode out of memory. Try to lower your batch size.",
+    "[2026-03-23 14:01:03] SIGQUIT received. signum=None, frame=None. It usually means one child failed.",
+    "garbage \xff line",
+]
+
+
+def slow(data: bytes) -> Analyzer:
+    analyzer = Analyzer(CATALOG)
+    for raw in raw_lines(data):
+        analyzer.feed(raw)
+    analyzer.finish()
+    return analyzer
+
+
+def fast(data: bytes, cut: int) -> Analyzer:
+    analyzer = Analyzer(CATALOG)
+    analyzer.consume(data[i : i + cut] for i in range(0, len(data), cut))
+    analyzer.finish()
+    return analyzer
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(LINES), max_size=40), st.integers(1, 300), st.booleans())
+def test_fast_path_equals_line_by_line(lines, cut, final_newline):
+    data = log_bytes(*lines, newline_at_end=final_newline) if lines else b""
+    a, b = fast(data, cut), slow(data)
+    assert a.report("x").to_json() == b.report("x").to_json()
+    assert (a.lines, a.bytes) == (b.lines, b.bytes)
+
+
+def test_long_lines_are_cut_in_blocks_without_loading_them():
+    data = b"short\n" + b"x" * 5000 + b"\nafter\n" + b"y" * 3000
+    items = list(iter_blocks([data[i : i + 700] for i in range(0, len(data), 700)], max_line=1000))
+    special = [i for i in items if not isinstance(i, bytes)]
+    assert [(s.truncated, s.eol, len(s.data), s.size) for s in special] == [(True, True, 1000, 5001),
+                                                                             (True, False, 1000, 3000)]
+    report = explain(data)
+    assert report.lines == 4
+
+
+def test_run_option_picks_another_run():
+    data = log_bytes(LINES[0], LINES[2], LINES[0].replace("14:00:00", "15:00:00"), LINES[1].replace("14:", "15:"))
+    assert explain(data).run.index == 2
+    assert explain(data, options=Options(run_index=1)).run.phase == "ready"
+
+
+def test_mamba_flag_name_follows_the_release():
+    run = Run(index=1, first_line=1)
+    run.sglang_version = "0.5.12"
+    assert mamba_strategy_flag(run) == "--mamba-scheduler-strategy"
+    run.sglang_version = "0.5.20"
+    assert mamba_strategy_flag(run) == "--mamba-radix-cache-strategy"
+    run.sglang_version = None
+    assert "before SGLang 0.5.14" in mamba_strategy_flag(run)

@@ -1,0 +1,92 @@
+"""The catalog loader: strict validation with one-line errors naming file, id and problem."""
+
+from __future__ import annotations
+
+import pytest
+
+from logforensics.catalog import CatalogError, builtin_dir, load_catalog, safe_search
+
+GOOD = """
+[[pattern]]
+id = "my_cause"
+title = "My cause"
+severity = "error"
+phase = "serving"
+explanation = "why"
+fix = "do {thing}"
+  [[pattern.match]]
+  line = 'boom (?P<thing>\\w+)'
+"""
+
+
+def write(tmp_path, text, name="p.toml"):
+    d = tmp_path / "pats"
+    d.mkdir(exist_ok=True)
+    (d / name).write_text(text)
+    return d
+
+
+def test_builtin_catalog_loads_and_ids_are_unique():
+    catalog = load_catalog()
+    ids = [p.id for p in catalog.patterns]
+    assert len(ids) == len(set(ids))
+    assert builtin_dir().is_dir()
+
+
+def test_user_directory_adds_patterns(tmp_path):
+    d = write(tmp_path, GOOD)
+    catalog = load_catalog([d])
+    assert "my_cause" in catalog.by_id
+    assert catalog.by_id["my_cause"].severity == "error"
+
+
+def test_environment_variable_adds_directory(tmp_path, monkeypatch):
+    d = write(tmp_path, GOOD)
+    monkeypatch.setenv("LOGX_PATTERNS", str(d))
+    assert "my_cause" in load_catalog().by_id
+
+
+def test_user_pattern_overrides_builtin_by_id(tmp_path):
+    builtin = load_catalog()
+    some_id = builtin.patterns[0].id
+    d = write(tmp_path, GOOD.replace("my_cause", some_id))
+    assert load_catalog([d]).by_id[some_id].title == "My cause"
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("[[pattern]]\nid = 'x'\n[oops", "invalid TOML"),
+    (GOOD.replace('severity = "error"', 'severity = "bad"'), "severity must be one of"),
+    (GOOD.replace('title = "My cause"\n', ""), "missing or empty required field 'title'"),
+    (GOOD.replace("boom (?P<thing>\\w+)", "boom (unclosed"), "bad regex in 'line'"),
+    (GOOD.replace("line =", "colour ="), "unknown match key(s): colour"),
+    (GOOD.replace("line = 'boom (?P<thing>\\w+)'", "condition = 'no_such'"), "unknown condition"),
+    (GOOD.replace('id = "my_cause"', 'id = "My Cause"'), "id must be lowercase"),
+    (GOOD + GOOD, "duplicate id"),
+    (GOOD.replace("  [[pattern.match]]\n  line = 'boom (?P<thing>\\w+)'\n", ""), "needs at least one"),
+])
+def test_bad_pattern_files_name_file_id_and_problem(tmp_path, text, problem):
+    d = write(tmp_path, text)
+    with pytest.raises(CatalogError) as info:
+        load_catalog([d])
+    message = str(info.value)
+    assert problem in message
+    assert "p.toml" in message
+    assert "\n" not in message
+
+
+def test_line_cannot_mix_with_traceback_keys(tmp_path):
+    d = write(tmp_path, GOOD.replace("line = ", "exception = 'X'\n  line = "))
+    with pytest.raises(CatalogError, match="cannot be combined"):
+        load_catalog([d])
+
+
+def test_missing_directory_is_an_error(tmp_path):
+    with pytest.raises(CatalogError, match="not found"):
+        load_catalog([tmp_path / "nope"])
+
+
+def test_search_times_out_instead_of_hanging():
+    import regex
+
+    evil = regex.compile(r"(a+)+$")
+    assert safe_search(evil, "a" * 40 + "!") is None

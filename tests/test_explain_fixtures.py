@@ -1,0 +1,77 @@
+"""The regression corpus: every fixture's diagnosis is pinned.
+
+Each ``fixtures/<root_cause>__<variant>.log`` must get ``<root_cause>`` as its first
+fatal/error finding (``none__…``: no fatal/error finding at all), and syrupy snapshots of the
+text report (fixed width, no colour) and of the JSON make any change of diagnosis visible.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from conftest import FIXTURES, REPO
+from rich.console import Console
+
+from logforensics.analysis import explain
+from logforensics.catalog import load_catalog
+from logforensics.report import render
+
+FIXTURE_FILES = sorted(FIXTURES.glob("*.log"))
+CATALOG = load_catalog()
+
+
+def expected_cause(path) -> str:
+    return path.name.split("__", 1)[0]
+
+
+def report_of(path):
+    return explain(path, name=str(path.relative_to(REPO)), catalog=CATALOG)
+
+
+def text_of(report) -> str:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=100, color_system=None, force_terminal=False,
+                      highlight=False)
+    render(report, console)
+    return buffer.getvalue()
+
+
+def test_there_is_a_corpus():
+    assert len(FIXTURE_FILES) >= 40
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.stem)
+def test_fixture_root_cause(path):
+    report = report_of(path)
+    problems = [f.id for f in report.findings if f.is_problem]
+    want = expected_cause(path)
+    if want == "none":
+        assert problems == [], f"healthy log got {problems}"
+    elif want in {p.id for p in CATALOG.patterns if not p.is_problem}:
+        assert want in [f.id for f in report.findings]
+        assert problems == []
+    else:
+        assert problems and problems[0] == want, f"expected {want}, got {problems}"
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.stem)
+def test_fixture_text_snapshot(path, snapshot):
+    assert text_of(report_of(path)) == snapshot
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.stem)
+def test_fixture_json_snapshot(path, snapshot):
+    payload = report_of(path).to_json()
+    text = json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True)
+    json.loads(text)
+    assert text == snapshot
+
+
+def test_every_pattern_is_triggered_by_a_fixture():
+    seen = set()
+    for path in FIXTURE_FILES:
+        seen |= {f.id for f in report_of(path).findings}
+    missing = sorted(p.id for p in CATALOG.patterns if p.id not in seen)
+    assert missing == []

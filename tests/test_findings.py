@@ -1,0 +1,131 @@
+"""The findings engine: matching (including cut text), placeholders, merging, arbitration."""
+
+from __future__ import annotations
+
+from conftest import log_bytes, make_catalog
+
+from logforensics.analysis import explain
+
+SPEC = {
+    "id": "spec_cause", "phase": "args", "priority": 90,
+    "fix": "use {mamba_strategy_flag} extra_buffer (arch {arch})",
+    "match": [{"exception": "ValueError",
+               "message": r"Speculative decoding for (?P<arch>\w+) is not compatible with radix cache "
+                          r"when using --mamba-scheduler-strategy no_buffer"}],
+}
+SIGQUIT = {"id": "child_sigquit", "severity": "info", "priority": 5,
+           "match": [{"line": r"Received sigquit from a child process"}]}
+GENERIC_ARGS = {"id": "args_generic", "phase": "args", "priority": 88,
+                "match": [{"frame": r"server_args\.py"}]}
+
+
+def findings(data: bytes, *tables):
+    return explain(data, catalog=make_catalog(*tables)).findings
+
+
+def test_cut_message_matches_as_a_prefix():
+    data = log_bytes(
+        '  File "/usr/lib/python3/dist-packages/sglang/srt/server_args.py", line 812, in check',
+        "    raise ValueError(",
+        "ValueError: Speculative decoding for Qwen3_5ForConditionalGeneration is not compatible with "
+        "radix cache when using --mamba-scheduler...",
+    )
+    found = findings(data, SPEC)
+    assert found[0].id == "spec_cause"
+    assert found[0].traceback.message_truncated and found[0].traceback.head_missing
+    assert "arch Qwen3_5ForConditionalGeneration" in found[0].fix
+    assert found[0].confidence < 0.95
+
+
+def test_partial_match_needs_enough_matched_text():
+    data = log_bytes("ValueError: Specul...")
+    assert findings(data, SPEC)[0].id == "unclassified_exception"
+
+
+def test_full_message_match_and_version_aware_flag_from_args():
+    data = log_bytes(
+        "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='Qwen/Qwen3.5-35B-A3B', "
+        "mamba_radix_cache_strategy='no_buffer', speculative_algorithm='EAGLE')",
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/server_args.py", line 10, in __post_init__',
+        "    self.check()",
+        "ValueError: Speculative decoding for Qwen3_5MoeForConditionalGeneration is not compatible with radix "
+        "cache when using --mamba-scheduler-strategy no_buffer.To use radix cache …",
+        "[2026-03-23 14:00:01] Received sigquit from a child process. It usually means the child failed.",
+    )
+    found = findings(data, SPEC, SIGQUIT, GENERIC_ARGS)
+    assert [f.id for f in found] == ["spec_cause", "args_generic", "child_sigquit"]
+    assert "--mamba-radix-cache-strategy extra_buffer" in found[0].fix
+    assert found[0].phase == "args"
+
+
+def test_root_cause_outranks_symptom_and_report_says_memory_untouched():
+    data = log_bytes(
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/server_args.py", line 10, in __post_init__',
+        "ValueError: tp_size must be divisible by number of nodes",
+        "[2026-03-23 14:00:01] Received sigquit from a child process. It usually means the child failed.",
+    )
+    report = explain(data, catalog=make_catalog(SIGQUIT, GENERIC_ARGS))
+    assert report.primary.id == "args_generic"
+    assert report.memory_untouched
+    assert report.verdict == "failed" and report.exit_code == 1
+
+
+def test_unclassified_exception_names_type_message_and_location():
+    data = log_bytes(
+        "[2026-03-23 14:00:01 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/managers/scheduler.py", line 99, in event_loop_normal',
+        "    self.run()",
+        "ZeroDivisionError: division by zero",
+        "[2026-03-23 14:00:02] Received sigquit from a child process. It usually means the child failed.",
+    )
+    found = findings(data, SIGQUIT)
+    first = found[0]
+    assert first.id == "unclassified_exception" and first.severity == "error"
+    assert "ZeroDivisionError" in first.title
+    assert "scheduler.py:99 in event_loop_normal" in first.explanation
+    assert "division by zero" in first.explanation
+    assert first.phase == "serving"
+
+
+def test_same_cause_on_several_ranks_merges_and_first_rank_leads():
+    tb = ["[2026-03-23 14:00:0{s} TP{r}] Scheduler hit an exception: Traceback (most recent call last):",
+          '  File "/x/sglang/srt/model_executor/model_runner.py", line 5, in init',
+          "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"]
+    lines = [t.format(s=1, r=1) for t in tb] + [t.format(s=2, r=0) for t in tb]
+    nccl = {"id": "nccl_init", "priority": 70,
+            "match": [{"exception": "RuntimeError", "message": "NCCL error: unhandled system error"}]}
+    found = findings(log_bytes(*lines), nccl)
+    assert len(found) == 1
+    assert found[0].occurrences == 2 and found[0].streams == ["TP1", "TP0"]
+    assert found[0].evidence[0].line == 1
+
+
+def test_lower_priority_timeouts_yield_to_first_real_error():
+    real = {"id": "prefill_oom", "priority": 65,
+            "match": [{"exception": "RuntimeError", "message": "Prefill out of memory"}]}
+    timeout = {"id": "nccl_timeout", "priority": 20,
+               "match": [{"line": r"Watchdog caught collective operation timeout"}]}
+    data = log_bytes(
+        "[2026-03-23 14:00:00 TP1] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5)",
+        "[2026-03-23 14:00:01 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/scheduler.py", line 5, in event_loop_normal',
+        "RuntimeError: Prefill out of memory. Try to lower your batch size.",
+    )
+    assert [f.id for f in findings(data, real, timeout)] == ["prefill_oom", "nccl_timeout"]
+
+
+def test_unknown_placeholder_renders_as_name():
+    cause = {"id": "c", "fix": "raise {nothing_known}", "match": [{"line": "boom"}]}
+    assert findings(log_bytes("boom"), cause)[0].fix == "raise <nothing_known>"
+
+
+def test_condition_died_after_weights():
+    cond = {"id": "died", "match": [{"condition": "died_after_weights"}]}
+    data = log_bytes(
+        "[2026-03-23 14:00:05 TP0] Load weight begin. avail mem=78.50 GB",
+        "Killed",
+    )
+    found = findings(data, cond)
+    assert found[0].id == "died" and found[0].evidence[0].text == "Killed"

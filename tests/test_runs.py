@@ -1,0 +1,97 @@
+"""Run segmentation and phase tracking."""
+
+from __future__ import annotations
+
+from logforensics.pipeline import parse
+from logforensics.runs import RunTracker, phase_from_frames
+from logforensics.tracebacks import Frame, Traceback
+
+from conftest import log_bytes
+
+ARGS = "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=2, mem_fraction_static=0.88)"
+
+
+def runs_of(data: bytes):
+    tracker = RunTracker()
+    for event in parse(data):
+        tracker.feed(event)
+    return tracker.runs
+
+
+def test_one_launch_one_run_with_phases():
+    runs = runs_of(log_bytes(
+        ARGS,
+        "[2026-03-23 14:00:05 TP0] Load weight begin. avail mem=78.50 GB",
+        "[2026-03-23 14:00:30 TP0] Load weight end. type=Qwen3ForCausalLM, avail mem=63.40 GB, mem usage=15.10 GB.",
+        "[2026-03-23 14:00:31 TP0] KV Cache is allocated. #tokens: 412345, K size: 25.17 GB, V size: 25.17 GB",
+        "[2026-03-23 14:00:50] The server is fired up and ready to roll!",
+    ))
+    assert len(runs) == 1
+    run = runs[0]
+    assert run.phase == "ready"
+    assert run.args["tp_size"] == 2 and run.model == "Qwen/Qwen3-8B"
+    assert run.model_class == "Qwen3ForCausalLM"
+    assert run.phase_lines["weights"] == 2
+    assert run.started_at == "2026-03-23 14:00:00" and run.ended_at == "2026-03-23 14:00:50"
+
+
+def test_second_server_args_dump_starts_a_new_run():
+    runs = runs_of(log_bytes(
+        ARGS, "[2026-03-23 14:00:50] The server is fired up and ready to roll!",
+        ARGS.replace("14:00:00", "15:00:00"), "[2026-03-23 15:00:05 TP0] Load weight begin. avail mem=78.50 GB",
+    ))
+    assert [r.first_line for r in runs] == [1, 3]
+    assert runs[0].phase == "ready" and runs[1].phase == "weights"
+
+
+def test_timestamp_jump_backwards_starts_a_new_run():
+    runs = runs_of(log_bytes(
+        "[2026-03-23 14:00:05 TP0] Load weight begin. avail mem=78.50 GB",
+        "[2026-03-23 14:30:05 TP0] Decode batch, #running-req: 1, #token: 40, token usage: 0.00, "
+        "cuda graph: True, gen throughput (token/s): 80.79, #queue-req: 0",
+        "[2026-03-22 09:00:00 TP0] Load weight begin. avail mem=78.50 GB",
+    ))
+    assert len(runs) == 2 and runs[1].first_line == 3
+
+
+def test_startup_after_ready_without_dump_is_a_restart():
+    runs = runs_of(log_bytes(
+        "[2026-03-23 14:00:05 TP0] Load weight begin. avail mem=78.50 GB",
+        "[2026-03-23 14:00:50] The server is fired up and ready to roll!",
+        "[2026-03-23 16:00:05 TP0] Load weight begin. avail mem=78.50 GB",
+    ))
+    assert len(runs) == 2
+
+
+def test_serving_stats_and_endings_are_kept():
+    runs = runs_of(log_bytes(
+        ARGS,
+        "[2026-03-23 14:00:50] The server is fired up and ready to roll!",
+        "[2026-03-23 14:01:00 TP0] Decode batch, #running-req: 7, #token: 40, token usage: 0.12, "
+        "cuda graph: True, gen throughput (token/s): 80.79, #queue-req: 2",
+        '[2026-03-23 14:01:01] INFO:     127.0.0.1:5000 - "POST /generate HTTP/1.1" 500 Internal Server Error',
+        "[2026-03-23 14:01:02] SIGTERM received. signum=15 frame=None. Draining requests and shutting down...",
+    ))
+    run = runs[0]
+    assert run.phase == "serving" and run.batches == 1
+    assert run.last_decode["running_req"] == 7 and run.last_decode["token_usage"] == 0.12
+    assert run.requests == 1 and run.http_errors == 1
+    assert [e.kind for e in run.endings] == ["sigterm"]
+
+
+def test_phase_from_frames_reads_where_a_traceback_was_raised():
+    def tb(*locs):
+        t = Traceback(stream="", tag="", wrapper="", first_line=1)
+        t.exceptions[0:0] = []
+        from logforensics.tracebacks import ExceptionInfo
+
+        t.exceptions = [ExceptionInfo(type="X", frames=[Frame(f, 1, fn) for f, fn in locs])]
+        return t
+
+    assert phase_from_frames(tb(("/x/sglang/srt/server_args.py", "__post_init__"))) == "args"
+    assert phase_from_frames(tb(("/x/scheduler.py", "__init__"),
+                                ("/x/model_executor/cuda_graph_runner.py", "capture"))) == "cuda_graph"
+    assert phase_from_frames(tb(("/x/scheduler.py", "event_loop_normal"),
+                                ("/x/mem_cache/memory_pool.py", "alloc"))) == "kv_alloc"
+    assert phase_from_frames(tb(("/x/a.py", "<module>"), ("/x/b.py", "<module>"),
+                                ("/x/c.py", "<module>"))) == "import"
