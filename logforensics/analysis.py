@@ -12,12 +12,13 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from . import staleness
 from .catalog import Catalog, load_catalog
 from .events import Event
 from .findings import Finding, Matcher, rank
 from .pipeline import EventStream, Source
 from .report import Report
-from .runs import Run, RunTracker
+from .runs import PHASE_RANK, Run, RunTracker
 from .sources import RawLine, SourceError, SpecialLine, check_readable, iter_blocks, read_chunks
 
 MAMBA_FLAG_OLD = "--mamba-scheduler-strategy"
@@ -49,10 +50,12 @@ def mamba_strategy_flag(run: Run) -> str:
     version = version_tuple(run.sglang_version)
     if version:
         return MAMBA_FLAG_OLD if version < (0, 5, 14) else MAMBA_FLAG_NEW
+    # The flag SGLang's own messages name is the flag of this release (a cut message
+    # still names it: no other flag starts with "--mamba-scheduler").
     texts = " ".join(tb.message for tb in run.tracebacks)
     if MAMBA_FLAG_NEW in texts:
         return MAMBA_FLAG_NEW
-    if MAMBA_FLAG_OLD in texts:
+    if "--mamba-scheduler" in texts:
         return MAMBA_FLAG_OLD
     return f"{MAMBA_FLAG_NEW} (named {MAMBA_FLAG_OLD} before SGLang 0.5.14)"
 
@@ -129,6 +132,7 @@ class Options:
     pid: int | None = None
     since: float | None = None  # epoch seconds the run of interest started
     silence: float = 120.0
+    status: bool = True  # run the stale-log detector in explain() (paths; streams only with pid/since)
 
 
 class Analyzer:
@@ -142,8 +146,19 @@ class Analyzer:
         self.lines = 0
         self.bytes = 0
         self._bulk = BulkStretch()
+        # stale-log detector: the run of interest starts at this byte (a sidecar's log_offset)
+        self.start_offset: int | None = None
+        self.start_line: int | None = None
+        self._split_done = False
+
+    def start_at(self, offset: int) -> None:
+        """Force a run boundary at byte ``offset`` (``logx run --append``: the new run starts there)."""
+        self.start_offset = offset if offset > 0 else None
 
     def feed(self, raw: RawLine) -> list[Event]:
+        if self.start_offset is not None and self.start_line is None \
+                and raw.offset + len(raw.data) >= self.start_offset:
+            self.start_line = raw.number
         self.lines = raw.number
         self.bytes = raw.offset + len(raw.data) + raw.eol
         out = self.events.feed(raw)
@@ -208,6 +223,10 @@ class Analyzer:
         return out
 
     def _dispatch(self, event: Event) -> None:
+        if self.start_line is not None and not self._split_done and event.number >= self.start_line:
+            self._split_done = True
+            if self.runs and self.runs[-1].first_line < self.start_line:
+                self.tracker._new_run(self.start_line)
         run = self.tracker.feed(event)
         self.matcher.on_event(event, run)
 
@@ -223,7 +242,13 @@ class Analyzer:
         runs = self.runs
         index = options.run_index if options.run_index is not None else len(runs)
         run = runs[index - 1] if runs and 1 <= index <= len(runs) else None
-        findings = self.findings(run) if run is not None else []
+        if self.start_offset is not None and self.start_line is None and options.run_index is None:
+            run = None  # the run of interest has not written a line yet: older runs are not it
+        findings = rank(self.findings(run)) if run is not None else []
+        primary = next((f for f in findings if f.is_problem), None)
+        if run is not None and primary is not None and primary.phase in PHASE_RANK:
+            # The root cause says where the launch was even when the log does not.
+            run.reach(primary.phase, primary.evidence[0].line if primary.evidence else run.last_line)
         return Report(file=name, runs=runs, run=run, findings=rank(findings),
                       lines=self.lines, bytes=self.bytes)
 
@@ -253,13 +278,22 @@ def explain(source: Source, *, name: str | None = None, options: Options | None 
 
     ``source`` is a path, bytes, or a binary stream. Raises ``SourceError`` for a path that
     cannot be read and ``ValueError`` for a ``run_index`` outside the file's runs."""
+    options = options or Options()
     analyzer = Analyzer(catalog)
+    # stale-log detector: paths always; streams (no mtime) only when a pid/since is given
+    path = os.fspath(source) if isinstance(source, str | os.PathLike) and os.fspath(source) != "-" else None
+    context = staleness.prepare(path, options) if options.status and (
+        path is not None or options.pid is not None or options.since is not None) else None
+    if context is not None:
+        analyzer.start_at(context.offset)
     analyzer.consume(chunks_of(source))
     analyzer.finish()
-    options = options or Options()
     if options.run_index is not None and not 1 <= options.run_index <= max(1, len(analyzer.runs)):
         raise ValueError(f"run {options.run_index} does not exist: the log holds "
                          f"{len(analyzer.runs)} run(s)")
     if name is None:
         name = os.fspath(source) if isinstance(source, str | os.PathLike) else "<stream>"
-    return analyzer.report(name, options)
+    report = analyzer.report(name, options)
+    if context is not None:
+        staleness.apply(report, staleness.assess(path, report, options, context=context))
+    return report

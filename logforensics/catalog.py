@@ -45,6 +45,11 @@ class MatchSpec:
     condition: str | None = None
 
     @property
+    def on_traceback(self) -> bool:
+        """Whether the table has keys that match a traceback."""
+        return any(getattr(self, key) is not None for key in TRACEBACK_KEYS)
+
+    @property
     def kind(self) -> str:
         if self.condition:
             return "condition"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -44,6 +45,29 @@ PatternsOpt = Annotated[list[Path] | None, typer.Option(
     "--patterns", help="Extra pattern directory (repeatable; also $LOGX_PATTERNS).")]
 
 
+# — stale-log detector options (explain, status) —————————————————————————————————————
+def _since(value: str | None) -> float | None:
+    from .staleness import parse_since
+
+    if value is None:
+        return None
+    try:
+        return parse_since(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--since") from None
+
+
+PidOpt = Annotated[int | None, typer.Option(
+    "--pid", min=1, help="The server process this log should belong to (its /proc start time and "
+                         "liveness are checked).")]
+SinceOpt = Annotated[str | None, typer.Option(
+    "--since", help="The run of interest started at TIME: ISO time (local), HH:MM, a duration ago "
+                    "(30s, 10m, 2h) or @EPOCH. Older content is reported as stale.")]
+SilenceOpt = Annotated[float, typer.Option(
+    "--silence", min=0, help="A live process whose log has not grown for SECONDS during startup is "
+                             "reported as hung.")]
+
+
 @app.command("explain")
 def explain_cmd(
     logs: Annotated[list[str], typer.Argument(help="Log file(s); '-' reads standard input.")],
@@ -53,10 +77,17 @@ def explain_cmd(
     patterns: PatternsOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show warnings and info findings too.")] = False,
     width: Annotated[int | None, typer.Option("--width", help="Text width (default: terminal).")] = None,
+    pid: PidOpt = None,
+    since: SinceOpt = None,
+    silence: SilenceOpt = 120.0,
+    status_only: Annotated[bool, typer.Option(
+        "--status", help="Only the verdict and the log's status (FRESH/STALE/EMPTY/SILENT/DEAD).")] = False,
 ) -> None:
     """Explain a log: the run's phase, the root cause with evidence, and the fix."""
     catalog = load_catalog(patterns)
-    options = Options(run_index=run)
+    options = Options(run_index=run, pid=pid, since=_since(since), silence=silence)
+    if status_only:
+        raise typer.Exit(_status(logs, options, catalog, as_json, width))
     reports, worst = [], EXIT_OK
     console = make_console(width)
     for log in logs:
@@ -82,6 +113,60 @@ def explain_cmd(
             [r.to_json() for r in reports]
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     raise typer.Exit(worst)
+
+
+@app.command("status")
+def status_cmd(
+    logs: Annotated[list[str], typer.Argument(help="Log file(s).")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object (logx.status/1).")] = False,
+    pid: PidOpt = None,
+    since: SinceOpt = None,
+    silence: SilenceOpt = 120.0,
+    patterns: PatternsOpt = None,
+    width: Annotated[int | None, typer.Option("--width", help="Text width (default: terminal).")] = None,
+) -> None:
+    """Is this log the run you care about? FRESH, STALE, EMPTY, SILENT or DEAD, with the facts
+    (exit code as for explain: 3 for stale/empty)."""
+    options = Options(pid=pid, since=_since(since), silence=silence)
+    raise typer.Exit(_status(logs, options, load_catalog(patterns), as_json, width))
+
+
+def _status(logs: list[str], options: Options, catalog, as_json: bool, width: int | None) -> int:
+    from .staleness import render_status, status_json
+
+    console = make_console(width)
+    payloads, worst = [], EXIT_OK
+    for log in logs:
+        try:
+            report = explain(log, name=log, options=options, catalog=catalog)
+        except SourceError as exc:
+            typer.echo(f"logx: {exc}", err=True)
+            worst = _combine(worst, EXIT_USAGE)
+            continue
+        worst = _combine(worst, report.exit_code)
+        if as_json:
+            payloads.append(status_json(report))
+        else:
+            console.print(render_status(report))
+    if as_json:
+        payload = payloads[0] if len(logs) == 1 and payloads else payloads
+        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    return worst
+
+
+@app.command("run", context_settings={"ignore_unknown_options": True})
+def run_cmd(
+    command: Annotated[list[str], typer.Argument(help="The server command, after `--`.")],
+    log: Annotated[Path, typer.Option("--log", help="Log file (opened before the command starts).")],
+    append: Annotated[bool, typer.Option(
+        "--append", help="Append to the log (logx then explains only this run).")] = False,
+) -> None:
+    """Start a server detached with stdout+stderr on a log and a sidecar (FILE.logx.json)
+    recording its PID, start, and exit code or signal; prints the PID and returns at once."""
+    from .launcher import main as launcher_main
+
+    args = ["--log", str(log), *(["--append"] if append else []), "--", *command]
+    raise typer.Exit(launcher_main(args))
 
 
 def _combine(worst: int, code: int) -> int:
@@ -120,6 +205,49 @@ def patterns_lint(
         typer.echo(problem)
     typer.echo(f"{len(problems)} problem(s)" if problems else "catalog OK")
     raise typer.Exit(1 if problems else 0)
+
+
+class Until(StrEnum):
+    ready = "ready"
+    exit = "exit"
+
+
+@app.command("watch")
+def watch_cmd(
+    log: Annotated[str, typer.Argument(
+        help="Log file to follow (tail -F: survives truncation and rotation, waits for it to "
+             "appear); '-' or nothing reads standard input.")] = "-",
+    until: Annotated[Until | None, typer.Option(
+        "--until", help="Gate for scripts: 'ready' exits 0 once the server is ready, 1 on a "
+                        "failure or process death; 'exit' waits for the process/stream to end "
+                        "and exits with explain's code.")] = None,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", help="Give up after SECONDS (exit 3, naming the phase).")] = None,
+    silence: Annotated[float | None, typer.Option(
+        "--silence", help="Exit 3 when no new line arrived for SECONDS (names the phase it "
+                          "stalled in).")] = None,
+    from_end: Annotated[bool, typer.Option("--from-end", help="Skip what the file already holds.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines: phase, finding, end.")] = False,
+    plain: Annotated[bool, typer.Option("--plain", help="Plain lines even on a terminal.")] = False,
+    pid: Annotated[int | None, typer.Option(
+        "--pid", min=1, help="Server PID to watch for death (default: from the `logx run` sidecar).")] = None,
+    patterns: PatternsOpt = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show info findings too.")] = False,
+    width: Annotated[int | None, typer.Option("--width", help="Text width (default: terminal).")] = None,
+) -> None:
+    """Follow a log as it is written: the phase reached, findings with their fix the moment
+    they appear; with --until, an exit code for scripts."""
+    from .watch import WatchOptions, watch
+
+    catalog = load_catalog(patterns)
+    options = WatchOptions(until=until.value if until else None, timeout=timeout, silence=silence,
+                           from_end=from_end, mode="json" if as_json else ("plain" if plain else "auto"),
+                           verbose=verbose, pid=pid, width=width)
+    try:
+        code = watch(log, options, catalog=catalog, console=make_console(width))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    raise typer.Exit(code)
 
 
 @app.command("version")

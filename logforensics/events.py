@@ -117,10 +117,13 @@ RULES: tuple[Rule, ...] = (
     # — launch —
     Rule("server_args", r"server_args=(?P<form>ServerArgs\(|\{)(?P<body>.*)",
          starts="server_args=", parse=_server_args),
-    Rule("launch_command", r"(?:\S*python[\d.]*\s+-m\s+sglang\.launch_server|sglang serve)\b",
-         contains="sglang"),
+    # (before launch_command: both lines also name "python -m sglang.launch_server")
     Rule("launch_banner", r"'python -m sglang\.launch_server' is still supported",
          contains="is still supported"),
+    Rule("killed", r"(?:^\[\d+\][+-]?\s+|line \d+:\s+(?P<pid>\d+) )Killed\b(?P<rest>.*)",
+         contains=" Killed"),
+    Rule("launch_command", r"(?:\S*python[\d.]*\s+-m\s+sglang\.launch_server|sglang serve)\b",
+         contains="sglang"),
     Rule("sglang_version", r"(?:sglang version: |sglang: |sglang==)v?(?P<version>\d+\.\d+\.\d+\w*)",
          contains="sglang"),
     # — distributed init —
@@ -140,12 +143,19 @@ RULES: tuple[Rule, ...] = (
          r"(?:dtype=(?P<dtype>[\w.]+), )?(?:(?P<quant>quant=[^\n]*?), )?"
          r"avail mem=(?P<avail_gb>[\d.]+) GB(?:, mem usage=(?P<mem_usage_gb>-?[\d.]+) GB)?",
          starts="Load weight end"),
+    Rule("weight_load_end",
+         r"Load weight end\. Committed real weights after CUDA graph capture in (?P<elapsed>[\d.]+) s",
+         starts="Load weight end"),
     # — memory pools —
     Rule("kv_cache_alloc",
          r"(?:(?P<label>[\w -]+?) )?KV Cache (?:is allocated|VA upper bound|allocated)\. "
          r"(?:dtype: (?P<dtype>[\w.]+), )?#tokens: (?P<tokens>\d+), "
          r"(?:K size: (?P<k_gb>[\d.]+) GB, V size: (?P<v_gb>[\d.]+) GB|KV size: (?P<kv_gb>[\d.]+) GB)",
          contains="KV Cache"),
+    Rule("kv_cache_alloc",
+         r"Post-capture KV sizing: KV cache allocated\. (?:dtype: (?P<dtype>[\w.]+), )?"
+         r"#tokens: (?P<tokens>\d+), KV size: (?P<kv_gb>[\d.]+) GB(?:, avail mem=(?P<avail_gb>[\d.]+) GB)?",
+         starts="Post-capture KV sizing: KV cache"),
     Rule("mamba_cache_alloc",
          r"Mamba Cache is allocated\. (?:max_mamba_cache_size: (?P<max_mamba_cache_size>\d+), )?"
          r"conv_state size: (?P<conv_gb>[\d.]+) ?GB, ssm_state size: (?P<ssm_gb>[\d.]+) ?GB"
@@ -167,8 +177,8 @@ RULES: tuple[Rule, ...] = (
          r"(?:.*?avail mem=(?P<avail_gb>[\d.]+) GB)?", starts="Capture "),
     Rule("cuda_graph_end",
          r"Capture (?P<name>.*?)(?:cuda|CUDA|cpu|CPU|npu|NPU|XPU|piecewise CUDA) graph end\."
-         r"(?:.*?(?:Time elapsed: |elapsed=)(?P<elapsed>[\d.]+) s)?"
-         r"(?:.*?mem usage=(?P<mem_usage_gb>-?[\d.]+) GB)?"
+         r"(?=(?:.*?(?:Time elapsed: |elapsed=)(?P<elapsed>[\d.]+) s)?)"
+         r"(?=(?:.*?mem usage=(?P<mem_usage_gb>-?[\d.]+) GB)?)"
          r"(?:.*?avail mem=(?P<avail_gb>[\d.]+) GB)?", starts="Capture "),
     Rule("cuda_graph_progress",
          r"Capturing batches \((?:bs=(?P<bs>\d+) )?avail_mem=(?P<avail_gb>[\d.]+) GB\)"
@@ -190,9 +200,29 @@ RULES: tuple[Rule, ...] = (
     Rule("access_log",
          r"(?P<client>\S+) - \"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+\" (?P<status>\d{3})",
          contains='HTTP/'),
+    Rule("max_running_capped",
+         r"max_running_requests is capped to (?P<max_running_requests>\d+) by the mamba state cache "
+         r"\(max_mamba_cache_size=(?P<max_mamba_cache_size>\d+), (?P<slots_per_req>\d+) state slots",
+         starts="max_running_requests is capped"),
+    Rule("input_too_long",
+         r"Input length \((?P<input_tokens>\d+) tokens\) exceeds the maximum allowed length "
+         r"\((?P<max_tokens>\d+) tokens\)", starts="Input length ("),
+    Rule("input_too_long",
+         r"The input \((?P<input_tokens>\d+) tokens\) is longer than the model's context length "
+         r"\((?P<max_tokens>\d+) tokens\)", starts="The input ("),
     Rule("kv_retract", r"KV cache pool is full\. Retract requests\. #retracted_reqs: (?P<n>\d+)",
          starts="KV cache pool is full", parse=_pairs),
     # — failure and end of life —
+    Rule("health_check_failed",
+         r"Health check failed\.(?: Server couldn't get a response from (?P<component>\w+) "
+         r"for last (?P<timeout>\d+) seconds)?", starts="Health check failed"),
+    Rule("kv_transfer_failed",
+         r"(?P<side>Prefill|Decode) transfer failed for request(?: rank=(?P<rank>\d+))?"
+         r".*?(?: with exception (?P<error>.*))?$", starts="Decode transfer failed"),
+    Rule("kv_transfer_failed",
+         r"(?P<side>Prefill|Decode) transfer failed for request(?: rank=(?P<rank>\d+))?"
+         r".*?(?: with exception (?P<error>.*))?$", starts="Prefill transfer failed"),
+    Rule("cuda_error", r"Failed: Cuda error (?P<location>\S+) '(?P<error>[^']*)", starts="Failed: Cuda error"),
     Rule("component_exception", r"(?P<component>\w+) hit an exception", contains="hit an exception"),
     Rule("sigquit_child", r"Received sigquit from a child proc", starts="Received sigquit"),
     Rule("sigquit_running", r"SIGQUIT received\.", starts="SIGQUIT received"),
@@ -206,8 +236,6 @@ RULES: tuple[Rule, ...] = (
          r"Subprocess (?P<name>\S+) \(pid=(?P<pid>\d+)\) crashed with exit code (?P<exit_code>-?\d+)",
          starts="Subprocess "),
     Rule("killed", r"Killed\b(?P<rest>.*)", starts="Killed"),
-    Rule("killed", r"(?:^\[\d+\][+-]?\s+|line \d+:\s+(?P<pid>\d+) )Killed\b(?P<rest>.*)",
-         contains=" Killed"),
     Rule("watchdog_timeout",
          r"(?P<component>\w+ )?[Ww]atchdog timeout \(self\.watchdog_timeout=(?P<timeout>[\d.]+)",
          contains="atchdog timeout"),

@@ -292,8 +292,11 @@ class Matcher:
                 break
         if not new:
             new.append(self._unclassified(tb))
-        self.hits.setdefault(run.index, []).extend(new)
-        return new
+        # One traceback, one explanation: the most specific pattern (highest priority) wins,
+        # so a generic match (e.g. "raised in argument handling") never repeats a specific one.
+        best = max(new, key=lambda h: (h.pattern.priority, h.confidence))
+        self.hits.setdefault(run.index, []).append(best)
+        return [best]
 
     def _unclassified(self, tb: Traceback) -> Hit:
         frame = tb.raising_frame
@@ -316,8 +319,19 @@ class Matcher:
         hits = list(self.hits.get(run.index, []))
         for pattern, spec in self.catalog.condition_specs:
             evidence = CONDITIONS[spec.condition](run)  # type: ignore[index]
-            if evidence:
+            if not evidence:
+                continue
+            if not spec.on_traceback:
                 hits.append(Hit(pattern, {}, evidence, 0.6, ""))
+                continue
+            for tb in run.tracebacks:  # condition AND traceback keys
+                for exc in [tb.final] + [e for e in tb.exceptions if e is not tb.final]:
+                    result = _exception_matches(spec, exc, tb, tb.message_truncated or tb.ends_input)
+                    if result is not None:
+                        ev = traceback_evidence(tb, exc) + evidence
+                        hits.append(Hit(pattern, result[0], ev, 0.85, tb.stream, tb))
+                        break
+        hits = _one_per_traceback(hits)
         merged: dict[tuple, Finding] = {}
         for hit in hits:
             p = hit.pattern
@@ -343,6 +357,19 @@ class Matcher:
                 traceback=hit.traceback,
             )
         return rank(list(merged.values()))
+
+
+def _one_per_traceback(hits: list[Hit]) -> list[Hit]:
+    """Keep, for each traceback, only its best hit (highest priority, then confidence)."""
+    best: dict[int, Hit] = {}
+    for hit in hits:
+        if hit.traceback is None:
+            continue
+        key = id(hit.traceback)
+        if key not in best or (hit.pattern.priority, hit.confidence) > (best[key].pattern.priority,
+                                                                        best[key].confidence):
+            best[key] = hit
+    return [h for h in hits if h.traceback is None or best[id(h.traceback)] is h]
 
 
 def rank(findings: list[Finding]) -> list[Finding]:

@@ -41,7 +41,8 @@ _PYLOG = re.compile(
     r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.](\d{3}) - ([A-Z]+) - "
 )
 # torch / glog: "[rank1]:[W623 15:37:01.823833318 socket.cpp:460] msg"
-_TORCH = re.compile(r"\[(rank\d+)\]:\[([IWEF])\d{4} [\d:.]+ [^\]]*\] ?")
+# (the month is not zero-padded: "W623" is June 23; older builds print "[W CudaIPCTypes.cpp:16]")
+_TORCH = re.compile(r"\[(rank\d+)\]:\[([IWEF])(?:\d{3,4} [\d:.]+)? ?[^\]]*\] ?")
 # uvicorn level prefix inside a message: "INFO:     Started server process [123]"
 _LEVEL = re.compile(r"(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
 
@@ -131,13 +132,14 @@ def split_prefixes(line: LogLine) -> None:
             msg = msg[m.end() :]
             if msg.endswith("across cluster]"):
                 msg = _RAY_REPEAT.sub("", msg)
-    elif first.isalnum() and "|" in msg[:72]:
-        m = _DOCKER.match(msg)
-        if m and m.group(1) and not m.group(1).isdigit():
-            line.wrapper = m.group(1)
-            msg = msg[m.end() :]
-    elif first.isalpha() and ": " in msg[:120]:
-        m = _SYSLOG.match(msg)
+    elif first.isalnum():
+        if "|" in msg[:72]:
+            m = _DOCKER.match(msg)
+            if m and m.group(1) and not m.group(1).isdigit():
+                line.wrapper = m.group(1)
+                msg = msg[m.end() :]
+        # syslog (also when its message has a "|", e.g. a tqdm bar); ISO stamps start with a digit
+        m = _SYSLOG.match(msg) if not line.wrapper and ": " in msg[:120] else None
         if m:
             host, prog, pid = m.group(1), m.group(2), m.group(3)
             line.wrapper = f"{host} {prog}[{pid}]" if pid else f"{host} {prog}"

@@ -170,7 +170,7 @@ def _sections(report: Report, verbose: bool) -> list:
     out.append(head)
     verdict = report.verdict
     line = Text.assemble(("Verdict: ", "bold"), (verdict.upper(), _VERDICT_STYLE[verdict]))
-    if report.primary is not None:
+    if report.primary is not None and verdict not in ("stale", "empty"):  # stale: not this run's cause
         line.append(f" — {report.primary.title} ", style="bold")
         line.append(f"[{report.primary.id}]", style="dim")
     out.append(line)
@@ -178,6 +178,7 @@ def _sections(report: Report, verbose: bool) -> list:
         out.append(report.status.render_text())
     if run is None:
         out.append(Text(f"No lines in the log ({report.lines} lines read)."))
+        out.extend(_finding_panel(i, f) for i, f in enumerate(report.findings, 1))  # e.g. log_empty
         return out
     out.append(_run_summary(run, report))
     if report.memory_untouched:
@@ -187,7 +188,8 @@ def _sections(report: Report, verbose: bool) -> list:
             "(--mem-fraction-static, --context-length, …) will help.", style="bold"))
     for section in report.extra.get("_text_sections", []):
         out.append(section)
-    problems = [f for f in report.findings if f.is_problem or verbose]
+    own = getattr(report.status, "findings", None) or []  # the stale-log detector's: always shown
+    problems = [f for f in report.findings if f.is_problem or verbose or f in own]
     shown = problems if problems else report.findings
     if not report.findings:
         out.append(Text("No findings: nothing in this run matches a known failure.",
@@ -206,8 +208,8 @@ def _run_summary(run: Run, report: Report) -> Table:
     table = Table.grid(padding=(0, 1))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    version = run.sglang_version or (", ".join(sorted(run.version_hints)) + " (from log format)"
-                                     if run.version_hints else "not printed")
+    version = run.sglang_version or (", ".join(sorted(run.version_hints)) + " (from the log format)"
+                                     if run.version_hints else "version not printed in the log")
     table.add_row("SGLang", escape(version))
     model = run.model or "unknown"
     if run.model_class:
@@ -236,18 +238,19 @@ def _finding_panel(i: int, f: Finding) -> Panel:
     body.add_column(style="dim", justify="right", no_wrap=True)
     body.add_column(overflow="fold")
     for ev in f.evidence:
-        body.add_row(str(ev.line), Text(ev.text))
-    parts: list = [body]
+        body.add_row(str(ev.line) if ev.line > 0 else "", Text(ev.text))  # 0: not a log line
+    parts: list = [Text.assemble((f"{i}. {f.severity.upper()}  ", _STYLE[f.severity]),
+                                 (f.title, "bold"))]
+    parts.append(body)
     if f.traceback is not None and f.traceback.missing:
         parts.append(Text(f"(traceback incomplete: {', '.join(f.traceback.missing)})",
                           style="dim"))
     parts.append(Text.assemble(("Why: ", "bold"), f.explanation))
     parts.append(Text.assemble(("Fix: ", "bold green"), f.fix))
-    meta = f"{f.id} · {f.severity} · phase {f.phase} · confidence {f.confidence:.2f}"
+    meta = f"{f.id} · phase {f.phase} · confidence {f.confidence:.2f}"
     if f.occurrences > 1:
         meta += f" · seen {f.occurrences}×"
     if f.streams and any(f.streams):
         meta += f" · {', '.join(s for s in f.streams if s)[:60]}"
-    return Panel(Group(*parts), title=Text(f"{i}. {f.title}", style=_STYLE[f.severity]),
-                 title_align="left", subtitle=Text(meta, style="dim"), subtitle_align="right",
+    return Panel(Group(*parts), subtitle=Text(meta, style="dim"), subtitle_align="right",
                  border_style=_STYLE[f.severity])

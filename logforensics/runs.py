@@ -19,7 +19,7 @@ from .events import Event
 from .lines import parse_timestamp
 from .tracebacks import Traceback
 
-PHASES = ("launch", "args", "init", "weights", "kv_alloc", "cuda_graph", "warmup", "ready",
+PHASES = ("launch", "args", "import", "init", "weights", "kv_alloc", "cuda_graph", "warmup", "ready",
           "serving")
 PHASE_RANK = {p: i for i, p in enumerate(PHASES)}
 

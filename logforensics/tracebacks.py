@@ -274,6 +274,7 @@ class TracebackAssembler:
         of a traceback, and the tracebacks known complete after it."""
         done: list[Traceback] = []
         self._last_cut = line.truncated or not line.eol
+        msg = line.message
         if is_record_start(line):
             stream = line.stream
             self._current[line.wrapper] = stream
@@ -282,17 +283,11 @@ class TracebackAssembler:
             for key in [k for k, b in self._open.items()
                         if k == stream or (b.tb.wrapper == line.wrapper and b.phase != "frames")]:
                 done.append(self._open.pop(key).finish(at_eof=False))
-            msg = line.message
-            pos = msg.find(_HEADER)
-            if pos >= 0:
-                context = msg[:pos].rstrip(": ").strip()
-                builder = _Builder(line, stream, head=True, context=context)
-                builder.keep(line)
-                self._open[stream] = builder
+            if _HEADER in msg:
+                self._open_with_header(line, stream, msg)
                 return True, done
             # A prefixed line can carry a traceback's first line when a paste lost the rest.
-            started = self._start_headless(line, stream, msg)
-            return started, done
+            return self._start_headless(line, stream, msg), done
         stream = self._current.get(line.wrapper, line.stream)
         builder = self._open.get(stream)
         if builder is not None:
@@ -300,17 +295,33 @@ class TracebackAssembler:
                 builder.keep(line)
                 return True, done
             done.append(self._open.pop(stream).finish(at_eof=False))
+        if _HEADER in msg and not msg.lstrip().startswith(("|", "+")):
+            self._open_with_header(line, stream, msg)
+            return True, done
         if event.kind not in ("line", "warning"):
             return False, done
-        return self._start_headless(line, stream, line.message), done
+        return self._start_headless(line, stream, msg), done
+
+    def _open_with_header(self, line: LogLine, stream: str, msg: str) -> None:
+        """Open a traceback at its ``Traceback (most recent call last):`` line; the text
+        before it ("Scheduler hit an exception:") is its context."""
+        before = msg[: msg.find(_HEADER)]
+        group = before.rstrip().endswith("Exception Group")
+        if group:
+            before = before.rstrip()[: -len("Exception Group")].rstrip().rstrip("+").rstrip()
+        builder = _Builder(line, stream, head=True, context=before.strip().rstrip(":").strip())
+        builder.keep(line)
+        self._open[stream] = builder
 
     def _start_headless(self, line: LogLine, stream: str, text: str) -> bool:
         """Open a traceback whose header is missing, if ``text`` looks like its inside."""
         if not text:
             return False
-        if text.endswith(_HEADER) or text.lstrip().startswith(("+ Exception Group Traceback",)):
+        if text.lstrip().startswith("+ Exception Group Traceback"):
             builder = _Builder(line, stream, head=True)
-        elif _FRAME.match(text) or _WHAT.match(text) or _NATIVE_HEAD.search(text):
+        elif _NATIVE_HEAD.search(text):
+            builder = _Builder(line, stream, head=True)  # a C++ abort's own head
+        elif _FRAME.match(text) or _WHAT.match(text):
             builder = _Builder(line, stream, head=False)
         elif _CARET.match(text):
             builder = _Builder(line, stream, head=False)
@@ -336,17 +347,24 @@ class TracebackAssembler:
         text = line.message if text is None else text
         if event is not None and event.kind in _ENDING_KINDS:
             return False
-        if text.startswith(("  |", "  +", "    |", "    +", "|", "+-")) and _GROUP_PREFIX.match(text):
+        if text.startswith(("  |", "  +", "    |", "    +", "|", "+-", "+")) and _GROUP_PREFIX.match(text):
             if _GROUP_SEPARATOR.match(text):
+                # "+---------------- 2 ----------------": the next sub-exception of a group
+                if b.current.type is not None or b.current.frames:
+                    b.new_segment("group")
                 return True
             text = _GROUP_PREFIX.sub("", text, count=1)
             while text.startswith(("| ", "|", "+-")) and _GROUP_PREFIX.match(text):
                 text = _GROUP_PREFIX.sub("", text, count=1)
         stripped = text.strip()
+        current = b.current
+        empty = current.type is None and not current.frames
         if stripped.endswith(_HEADER):
-            if b.phase == "frames" and not b.current.frames and b.current.type is None:
-                return True  # the header of a headless start, or a group header
-            b.new_segment(b.current.chain if b.current.type is None else "context")
+            if empty:
+                return True  # the header of this (chained or grouped) segment
+            if current.type is not None:
+                return False  # an unchained traceback follows: Python prints a marker between chained ones
+            b.new_segment("context")
             return True
         if stripped.startswith(_CHAIN):
             b.new_segment("cause" if stripped.startswith(_CHAIN[1]) else "context")
@@ -361,24 +379,26 @@ class TracebackAssembler:
             return True
         m = _NATIVE_HEAD.search(text)
         if m:
-            if b.current.type is not None and not b.current.native:
+            if current.type is not None:
                 return False
-            b.current.type = m.group(1)
-            b.current.native = True
+            current.type = m.group(1)
+            current.native = True
             b.phase = "frames"
             return True
         m = _WHAT.match(text)
         if m:
-            b.set_exception(b.current.type if b.current.native and b.current.type else "what()",
-                            m.group(1), native=True)
-            b.current.native = True
+            if current.native and current.type and not current.message:
+                current.message = m.group(1)
+                b.phase = "message"
+            else:
+                b.set_exception("what()", m.group(1), native=True)
+            self._mark_cut(b, line)
             return True
         if not stripped:
             if b.phase == "message":
                 b.phase = "blank"
             return True
-        if b.current.native and _NATIVE_FRAME.match(text):
-            b.phase = "message" if b.current.type else b.phase
+        if current.native and _NATIVE_FRAME.match(text):
             return True
         if b.phase == "frames":
             if _CARET.match(text) or _ELLIPSIS.match(text):
@@ -386,24 +406,32 @@ class TracebackAssembler:
                     b.tb.frames_cut = True
                 return True
             if text[0].isspace():
-                if b.current.frames and b.current.frames[-1].source is None:
-                    b.current.frames[-1].source = stripped
+                if current.frames and current.frames[-1].source is None:
+                    current.frames[-1].source = stripped
                 else:
                     b.tb.frames_cut = True  # a source line whose frame line was cut
                 return True
             exc = classify_exception_line(text, strict=False)
             if exc:
                 b.set_exception(*exc)
+                self._mark_cut(b, line)
                 return True
-            if not b.current.frames and b.tb.head_missing is False and b.current.type is None:
-                return False
             return False
         if b.phase == "message":
             if event is not None and event.kind not in ("line", "warning"):
                 return False
-            return b.add_message_line(text.rstrip())
-        # phase "blank": only a chain marker or header (handled above) continues
+            if not b.add_message_line(text.rstrip()):
+                return False
+            self._mark_cut(b, line)
+            return True
+        # phase "blank": only a chain marker, header or group separator (handled above)
         return False
+
+    @staticmethod
+    def _mark_cut(b: _Builder, line: LogLine) -> None:
+        """A message line cut at the line-length cap is a truncated message."""
+        if line.truncated:
+            b.tb.message_truncated = True
 
     def flush(self) -> list[Traceback]:
         """End of input: every open traceback is complete as far as it goes."""

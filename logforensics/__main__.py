@@ -1,0 +1,5 @@
+"""``python -m logforensics`` runs the ``logx`` command line."""
+
+from .cli import main
+
+main()

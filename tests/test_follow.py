@@ -1,0 +1,224 @@
+"""follow.py against real files and pipes written by a separate writer process: appends with
+pauses, lines split across writes, copytruncate, rename + recreate, a file that appears late,
+--from-end, and a pipe that ends with a line without newline."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from logforensics.follow import IDLE, Tick, follow_file, follow_stream
+from logforensics.sources import RawLine, SourceError
+
+# A writer process driven by a JSON list of steps: ["w", text] writes and flushes,
+# ["sleep", s], ["truncate"] (copytruncate: the writer keeps appending to the same file),
+# ["rotate"] (mv path path.1, then a new path), ["rotate_gap", s] (the new file appears s later).
+WRITER = r"""
+import json, os, sys, time
+path, steps = sys.argv[1], json.loads(sys.argv[2])
+out = sys.stdout.buffer if path == "-" else None  # a file is opened (created) at the first write
+for step in steps:
+    kind = step[0]
+    if kind == "w":
+        if out is None:
+            out = open(path, "ab", buffering=0)
+        out.write(step[1].encode()); out.flush()
+    elif kind == "sleep":
+        time.sleep(step[1])
+    elif kind == "truncate":
+        os.truncate(path, 0)
+    elif kind in ("rotate", "rotate_gap"):
+        out.close(); os.rename(path, path + ".1")
+        if kind == "rotate_gap":
+            time.sleep(step[1])
+        out = open(path, "ab", buffering=0)
+"""
+
+
+@pytest.fixture
+def writer():
+    procs: list[subprocess.Popen] = []
+
+    def start(path, steps, **kw) -> subprocess.Popen:
+        p = subprocess.Popen([sys.executable, "-c", WRITER, str(path), json.dumps(steps)],
+                             stdin=subprocess.DEVNULL, **kw)
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(timeout=5)
+        for stream in (p.stdout, p.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def collect(gen, done, timeout: float = 4.0):
+    """Pull from a follower until ``done(lines, ticks)`` or the deadline; always closes it."""
+    lines: list[RawLine] = []
+    ticks: list[Tick] = []
+    deadline = time.monotonic() + timeout
+    try:
+        for item in gen:
+            if isinstance(item, RawLine):
+                lines.append(item)
+            else:
+                ticks.append(item)
+            if done(lines, ticks) or time.monotonic() > deadline:
+                break
+    finally:
+        gen.close()
+    return lines, ticks
+
+
+def texts(lines: list[RawLine]) -> list[str]:
+    return [raw.data.decode() for raw in lines]
+
+
+def want(n: int):
+    return lambda lines, ticks: len(lines) >= n
+
+
+def test_appended_lines_arrive_in_order_with_idle_ticks(tmp_path, writer):
+    log = tmp_path / "server.log"
+    log.write_bytes(b"")
+    steps = []
+    for i in range(1, 6):
+        steps += [["w", f"line {i}\n"], ["sleep", 0.08]]
+    writer(log, steps)
+    lines, ticks = collect(follow_file(log, poll=0.02), want(5))
+    assert texts(lines) == [f"line {i}" for i in range(1, 6)]
+    assert [raw.number for raw in lines] == [1, 2, 3, 4, 5]
+    assert lines[1].offset == len(b"line 1\n")
+    assert IDLE in ticks  # the pauses gave control back instead of blocking
+
+
+def test_a_line_written_in_pieces_is_one_line(tmp_path, writer):
+    log = tmp_path / "server.log"
+    log.write_bytes(b"")
+    writer(log, [["w", "[2026-03-23 14:01:38] Load weight "], ["sleep", 0.2],
+                 ["w", "begin. avail mem=78.00 GB\nnext\n"]])
+    lines, _ = collect(follow_file(log, poll=0.02), want(2))
+    assert texts(lines) == ["[2026-03-23 14:01:38] Load weight begin. avail mem=78.00 GB", "next"]
+    assert all(raw.eol for raw in lines)
+
+
+def test_waits_for_a_file_that_does_not_exist_yet(tmp_path, writer):
+    log = tmp_path / "later.log"
+    writer(log, [["sleep", 0.3], ["w", "first\nsecond\n"]])  # "ab" creates the file late
+    lines, ticks = collect(follow_file(log, poll=0.02), want(2))
+    assert texts(lines) == ["first", "second"]
+    assert Tick("waiting") in ticks
+    assert ticks.index(Tick("waiting")) < len(ticks)
+
+
+def test_copytruncate_restarts_at_the_beginning(tmp_path, writer):
+    log = tmp_path / "server.log"
+    log.write_bytes(b"")
+    old = [f"old line {i} {'x' * 40}\n" for i in range(1, 5)]
+    writer(log, [["w", "".join(old)], ["sleep", 0.3], ["truncate"], ["sleep", 0.3],
+                 ["w", "new 1\n"], ["sleep", 0.05], ["w", "new 2\n"]])
+    lines, ticks = collect(follow_file(log, poll=0.02), want(6))
+    assert texts(lines) == [t.rstrip("\n") for t in old] + ["new 1", "new 2"]
+    assert [raw.number for raw in lines] == [1, 2, 3, 4, 5, 6]  # one stream of lines
+    assert lines[4].offset == 0 and lines[5].offset == len(b"new 1\n")
+    assert any(t.kind == "truncated" for t in ticks)
+
+
+def test_rotation_drains_the_old_file_then_follows_the_new_one(tmp_path, writer):
+    log = tmp_path / "server.log"
+    log.write_bytes(b"")
+    writer(log, [["w", "a1\n"], ["sleep", 0.2], ["w", "a2\na3\n"], ["rotate"],
+                 ["w", "b1\n"], ["sleep", 0.1], ["w", "b2\n"]])
+    lines, ticks = collect(follow_file(log, poll=0.02), want(5))
+    assert texts(lines) == ["a1", "a2", "a3", "b1", "b2"]
+    assert [raw.number for raw in lines] == [1, 2, 3, 4, 5]
+    assert lines[3].offset == 0
+    assert any(t.kind == "rotated" for t in ticks)
+    assert (tmp_path / "server.log.1").read_text() == "a1\na2\na3\n"
+
+
+def test_rotation_with_a_gap_before_the_new_file_appears(tmp_path, writer):
+    log = tmp_path / "server.log"
+    log.write_bytes(b"")
+    writer(log, [["w", "a1\n"], ["sleep", 0.15], ["rotate_gap", 0.3], ["w", "b1\n"]])
+    lines, ticks = collect(follow_file(log, poll=0.02), want(2))
+    assert texts(lines) == ["a1", "b1"]
+    assert any(t.kind == "rotated" for t in ticks)
+
+
+def test_from_end_skips_history_and_keeps_line_numbers(tmp_path, writer):
+    log = tmp_path / "server.log"
+    log.write_bytes(b"old 1\nold 2\nold 3 half written")  # the writer is mid-line
+    writer(log, [["sleep", 0.2], ["w", " and finished\nnew 1\n"]])
+    lines, _ = collect(follow_file(log, from_end=True, poll=0.02), want(1))
+    assert texts(lines) == ["new 1"]
+    assert lines[0].number == 4  # old 1..3 counted, not shown
+    assert lines[0].offset == len(b"old 1\nold 2\nold 3 half written and finished\n")
+
+
+def test_start_offset_begins_at_a_later_run(tmp_path):
+    log = tmp_path / "server.log"
+    first = b"run 1 a\nrun 1 b\n"
+    log.write_bytes(first + b"run 2 a\n")
+    lines, _ = collect(follow_file(log, start_offset=len(first), poll=0.02), want(1))
+    assert texts(lines) == ["run 2 a"] and lines[0].number == 3
+
+
+def test_long_lines_are_capped_not_buffered_whole(tmp_path, writer):
+    log = tmp_path / "server.log"
+    log.write_bytes(b"")
+    writer(log, [["w", "y" * 5000], ["sleep", 0.1], ["w", "y" * 5000 + "\nshort\n"]])
+    lines, _ = collect(follow_file(log, poll=0.02, max_line=1000), want(2))
+    assert lines[0].truncated and len(lines[0].data) == 1000
+    assert texts(lines[1:]) == ["short"]
+
+
+def test_directory_is_a_source_error(tmp_path):
+    with pytest.raises(SourceError, match="directory"):
+        next(follow_file(tmp_path))
+
+
+def test_pipe_lines_arrive_live_then_eof(writer):
+    p = writer("-", [["w", "one\n"], ["sleep", 0.3], ["w", "two\nthree without newline"]],
+               stdout=subprocess.PIPE)
+    start = time.monotonic()
+    gen = follow_stream(p.stdout, poll=0.02)
+    first_at = None
+    lines: list[RawLine] = []
+    ticks: list[Tick] = []
+    for item in gen:
+        if isinstance(item, RawLine):
+            lines.append(item)
+            if first_at is None:
+                first_at = time.monotonic() - start
+        else:
+            ticks.append(item)
+        assert time.monotonic() - start < 4
+    assert texts(lines) == ["one", "two", "three without newline"]
+    assert lines[-1].eol is False and lines[0].eol is True
+    assert first_at is not None and first_at < 0.3 + 0.2  # not held back until EOF
+    assert IDLE in ticks and ticks[-1] == Tick("eof")
+
+
+def test_pipe_that_stays_open_keeps_ticking(writer):
+    p = writer("-", [["w", "only line\n"], ["sleep", 30]], stdout=subprocess.PIPE)
+    lines, ticks = collect(follow_stream(p.stdout, poll=0.02),
+                           lambda ls, ts: bool(ls) and ts.count(IDLE) >= 5, timeout=3)
+    assert texts(lines) == ["only line"]
+    assert ticks.count(IDLE) >= 5 and Tick("eof") not in ticks
+
+
+def test_fifo_path_is_read_as_a_stream(tmp_path, writer):
+    fifo = tmp_path / "pipe.log"
+    os.mkfifo(fifo)
+    writer(fifo, [["w", "via fifo\n"]])
+    lines, ticks = collect(follow_file(fifo, poll=0.02), lambda ls, ts: Tick("eof") in ts)
+    assert texts(lines) == ["via fifo"]

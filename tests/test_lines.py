@@ -1,0 +1,207 @@
+"""Stage 2 — lines: decoding (never an exception), terminal clean-up, and prefix splitting.
+
+Prefix shapes come from shared/reference/sglang-log-format.md §1 and the field corpus.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from logforensics.lines import LogLine, decode, parse_timestamp, visible_text
+from logforensics.sources import RawLine
+
+
+def line(data: bytes | str, number: int = 1, offset: int = 0, **raw) -> LogLine:
+    if isinstance(data, str):
+        data = data.encode()
+    return decode(RawLine(number, offset, data, **raw))
+
+
+def fields(ll: LogLine) -> tuple:
+    return ll.ts, ll.tag, ll.wrapper, ll.level, ll.message
+
+
+TS = "2026-03-23 14:01:38"
+
+# (raw line, ts, tag, wrapper, level, message)
+PREFIXES = [
+    # SGLang scheduler prefixes
+    (f"[{TS} TP0] Load weight begin. avail mem=78.50 GB", TS, "TP0", "", None,
+     "Load weight begin. avail mem=78.50 GB"),
+    (f"[{TS}] The server is fired up and ready to roll!", TS, "", "", None,
+     "The server is fired up and ready to roll!"),
+    (f"[{TS}.123 TP0] x", f"{TS}.123", "TP0", "", None, "x"),
+    (f"[{TS} DP1 TP3 EP3] Decode batch, #running-req: 1", TS, "DP1 TP3 EP3", "", None,
+     "Decode batch, #running-req: 1"),
+    (f"[{TS} PP0 TP1] x", TS, "PP0 TP1", "", None, "x"),
+    (f"[{TS} DP0 ATTN_CP1 TP2] x", TS, "DP0 ATTN_CP1 TP2", "", None, "x"),
+    (f"[{TS} MOE_DP0 TP2 EP2] x", TS, "MOE_DP0 TP2 EP2", "", None, "x"),
+    (f"[{TS}.123 PP0 ATTN_CP1 MOE_DP0 TP5 EP5] x", f"{TS}.123", "PP0 ATTN_CP1 MOE_DP0 TP5 EP5", "", None, "x"),
+    # tags in any order (0.4.10–0.5.5 put PP last; be robust to anything)
+    (f"[{TS} DP0 TP1 EP1 PP0] x", TS, "DP0 TP1 EP1 PP0", "", None, "x"),
+    (f"[{TS} EP3 TP3 DP1] x", TS, "EP3 TP3 DP1", "", None, "x"),
+    # short timestamp, lost leading bracket (a cut paste, corpus 041)
+    ("[03-23 14:01:38 TP0] x", "03-23 14:01:38", "TP0", "", None, "x"),
+    ("2025-09-13 09:09:15 TP0] Decode batch. #running-req: 4", "2025-09-13 09:09:15", "TP0", "", None,
+     "Decode batch. #running-req: 4"),
+    # encoder disaggregation
+    (f"[{TS} encode_server] x", TS, "encode_server", "", None, "x"),
+    # uvicorn, with and without the SGLang timestamp
+    ("INFO:     Started server process [123]", None, "", "", "INFO", "Started server process [123]"),
+    (f"[{TS}] INFO:     Started server process [123]", TS, "", "", "INFO", "Started server process [123]"),
+    (f'[{TS}] INFO:     127.0.0.1:5000 - "POST /generate HTTP/1.1" 200 OK', TS, "", "", "INFO",
+     '127.0.0.1:5000 - "POST /generate HTTP/1.1" 200 OK'),
+    (f"[{TS}] WARNING:  Invalid HTTP request received.", TS, "", "", "WARNING", "Invalid HTTP request received."),
+    # Python logging default format
+    ("2025-03-27 21:33:31,320 - INFO - flashinfer.jit: Prebuilt kernels not found, using JIT backend",
+     "2025-03-27 21:33:31.320", "", "", "INFO", "flashinfer.jit: Prebuilt kernels not found, using JIT backend"),
+    # torch / c10 logging (month not zero-padded; older builds print no time at all)
+    ("[rank1]:[W623 15:37:01.823833318 socket.cpp:460] [c10d] waitForInput: poll for socket returned 0",
+     None, "rank1", "", "WARNING", "[c10d] waitForInput: poll for socket returned 0"),
+    ("[rank0]:[E1023 08:00:01.000000001 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective timeout",
+     None, "rank0", "", "ERROR", "[Rank 0] Watchdog caught collective timeout"),
+    ("[rank1]:[W CudaIPCTypes.cpp:16] Producer process has been terminated before all shared CUDA tensors released.",
+     None, "rank1", "", "WARNING", "Producer process has been terminated before all shared CUDA tensors released."),
+    # docker compose wrappers
+    ("sglang            | [2025-06-21 00:34:02 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+     "2025-06-21 00:34:02", "TP1", "sglang", None, "Scheduler hit an exception: Traceback (most recent call last):"),
+    ("vllm-1  | INFO:     Started server process [7]", None, "", "vllm-1", "INFO", "Started server process [7]"),
+    ('deepseek-v32-exp  |   File "/sgl/model_runner.py", line 431, in initialize', None, "", "deepseek-v32-exp", None,
+     '  File "/sgl/model_runner.py", line 431, in initialize'),
+    ("sglang            | ", None, "", "sglang", None, ""),
+    # Ray
+    ("(SGLangEngine pid=123) [2026-01-04 01:42:54 TP0] Registering 0 cuda graph addresses", "2026-01-04 01:42:54",
+     "TP0", "SGLangEngine pid=123", None, "Registering 0 cuda graph addresses"),
+    ("(SchedulerActor pid=123, ip=10.0.0.1) [2026-10-30 12:00:00 TP1] x", "2026-10-30 12:00:00", "TP1",
+     "SchedulerActor pid=123", None, "x"),
+    ("(raylet) [2026-01-04 01:42:54] worker died", "2026-01-04 01:42:54", "", "raylet", None, "worker died"),
+    (' (SGLangEngine pid=12589)   File "/sgl/sampler.py", line 161, in forward', None, "", "SGLangEngine pid=12589",
+     None, '  File "/sgl/sampler.py", line 161, in forward'),
+    ("(SGLangEngine pid=23902) [2026-01-04 01:42:55 TP1] Scheduler hit an exception: Traceback (most recent call "
+     "last): [repeated 2x across cluster]", "2026-01-04 01:42:55", "TP1", "SGLangEngine pid=23902", None,
+     "Scheduler hit an exception: Traceback (most recent call last):"),
+    ("(SGLangEngine pid=23902)     subprocess.run( [repeated 2x across cluster]", None, "", "SGLangEngine pid=23902",
+     None, "    subprocess.run("),
+    # syslog / journald
+    (f"Mar 23 14:01:38 host python[123]: [{TS} TP0] x", TS, "TP0", "host python[123]", None, "x"),
+    ("Mar  3 14:01:38 gpu-node-7 sglang[42]: Killed", None, "", "gpu-node-7 sglang[42]", None, "Killed"),
+    ("2026-03-23T14:01:38.123+00:00 host python3[9]: hello", None, "", "host python3[9]", None, "hello"),
+    ("Mar 23 14:01:38 gpu1 python[4242]: 50%|#####     | 1/2 [00:01<00:01, 1.00it/s]", None, "",
+     "gpu1 python[4242]", None, "50%|#####     | 1/2 [00:01<00:01, 1.00it/s]"),
+    # nothing to split
+    ("Traceback (most recent call last):", None, "", "", None, "Traceback (most recent call last):"),
+    ('  File "/a.py", line 1, in f', None, "", "", None, '  File "/a.py", line 1, in f'),
+    ("Loading safetensors checkpoint shards:   0% Completed | 0/4 [00:00<?, ?it/s]", None, "", "", None,
+     "Loading safetensors checkpoint shards:   0% Completed | 0/4 [00:00<?, ?it/s]"),
+    ("", None, "", "", None, ""),
+]
+
+
+@pytest.mark.parametrize("raw, ts, tag, wrapper, level, message", PREFIXES,
+                         ids=[p[0][:50] or "empty" for p in PREFIXES])
+def test_prefixes(raw, ts, tag, wrapper, level, message):
+    ll = line(raw)
+    assert fields(ll) == (ts, tag, wrapper, level, message)
+    assert ll.text == raw.replace(" [repeated 2x across cluster]", "") or ll.text == raw
+    assert ll.prefixed is (ts is not None)
+
+
+def test_text_keeps_the_wrapper_for_evidence():
+    ll = line("sglang            | [2025-06-21 00:34:02 TP1] x")
+    assert ll.text == "sglang            | [2025-06-21 00:34:02 TP1] x"
+    assert ll.stream == "sglang|TP1"
+    assert line("[2025-06-21 00:34:02 TP1] x").stream == "TP1"
+    assert line("[2025-06-21 00:34:02] x").stream == ""
+
+
+def test_number_offset_and_source_flags_are_carried():
+    ll = line(b"[2026-03-23 14:01:38 TP0] abc", number=7, offset=1234, truncated=True, eol=False)
+    assert (ll.number, ll.offset, ll.truncated, ll.eol) == (7, 1234, True, False)
+
+
+def test_timestamps():
+    assert line(f"[{TS}.123 TP0] x").time == datetime(2026, 3, 23, 14, 1, 38, 123000)
+    assert line(f"[{TS}] x").time == datetime(2026, 3, 23, 14, 1, 38)
+    assert line("2025-03-27 21:33:31,320 - INFO - x: y").time == datetime(2025, 3, 27, 21, 33, 31, 320000)
+    assert parse_timestamp("03-23 14:01:38", default_year=2025) == datetime(2025, 3, 23, 14, 1, 38)
+    assert parse_timestamp("13-45 99:99:99", default_year=2025) is None  # matched the shape, not a date
+    assert parse_timestamp(None) is None and line("no stamp").time is None
+
+
+# — decoding and terminal clean-up —
+
+
+def test_invalid_utf8_is_replaced():
+    ll = line(b"[2026-03-23 14:01:38 TP0] bad \xff\xfe bytes \xc3")
+    assert ll.message == "bad \ufffd\ufffd bytes \ufffd"
+    assert ll.tag == "TP0"
+
+
+def test_nul_bytes_are_tolerated():
+    assert line(b"abc\x00\x00def").text == "abcdef"
+    # copytruncate leaves NUL padding in front of the next record: the prefix still splits
+    ll = line(b"\x00\x00\x00\x00[2026-03-23 14:01:38 TP0] Memory pool end. avail mem=12.34 GB")
+    assert fields(ll) == (TS, "TP0", "", None, "Memory pool end. avail mem=12.34 GB")
+
+
+def test_crlf():
+    ll = line(b"[2026-03-23 14:01:38 TP0] Memory pool end. avail mem=12.34 GB\r")
+    assert ll.message == "Memory pool end. avail mem=12.34 GB"
+    assert not ll.text.endswith("\r")
+
+
+def test_lone_cr_progress_bar_keeps_the_last_visible_segment():
+    bar = ("Capturing batches (bs=1 avail_mem=38.07 GB):  50%|\u2588\u2588\u2588\u2588\u2588     | 18/36 "
+           "[00:02<00:02,  7.54it/s]\rCapturing batches (bs=1 avail_mem=38.07 GB): 100%|\u2588\u2588\u2588\u2588"
+           "\u2588\u2588\u2588\u2588\u2588\u2588| 36/36 [00:04<00:00,  7.54it/s]")
+    ll = line(bar + "\r")
+    assert ll.text == bar.rsplit("\r", 1)[1]
+    assert ll.message.startswith("Capturing batches (bs=1 avail_mem=38.07 GB): 100%|")
+    assert "50%" not in ll.text
+
+
+@pytest.mark.parametrize(
+    "data, text",
+    [
+        (b"a\rb\rc", "c"),
+        (b"a\rb\r   \r", "b"),  # a blank redraw does not hide the last real segment
+        (b"abc\r", "abc"),
+        (b"\r\r", ""),
+        (b"\x1b[A\x1b[2Kloading 10%\rloading 20%", "loading 20%"),
+    ],
+)
+def test_carriage_returns(data, text):
+    assert line(data).text == text
+
+
+def test_ansi_colour_is_stripped():
+    warn = "'--mamba-scheduler-strategy' is deprecated and will be removed in a future release. " \
+           "Use '--mamba-radix-cache-strategy' instead."
+    ll = line(f"[{TS}] \x1b[1;33m{warn}\x1b[0m")
+    assert (ll.ts, ll.message) == (TS, warn)
+    assert "\x1b" not in ll.text
+    assert line(f"\x1b[1;33m{warn}\x1b[0m").message == warn
+    # uvicorn colours its level prefix when stderr is a TTY
+    ll = line(f"[{TS}] \x1b[32mINFO\x1b[0m:     Started server process [123]")
+    assert (ll.level, ll.message) == ("INFO", "Started server process [123]")
+
+
+def test_visible_text_is_what_a_terminal_shows():
+    assert visible_text(b"\x1b[31mred\x1b[0m plain") == "red plain"
+    assert visible_text(b"x\xff") == "x\ufffd"
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.binary(max_size=300) | st.lists(st.sampled_from(
+    [b"[", b"]", b"2026-03-23 14:01:38", b" TP0", b" DP1", b"(", b")", b"SGLangEngine pid=1", b"|", b": ",
+     b"INFO:", b"\r", b"\x1b[1;33m", b"\x1b", b"\x00", b"\xff", b" ", b"Mar 23 14:01:38 h p[1]: ", b"[rank1]:[W623 ",
+     b"x"]), max_size=30).map(b"".join))
+def test_decode_never_raises(data):
+    ll = decode(RawLine(1, 0, data))
+    assert isinstance(ll.text, str) and isinstance(ll.message, str)
+    assert "\r" not in ll.text and "\x00" not in ll.text
+    assert ll.message in ll.text or ll.message.strip() in ll.text

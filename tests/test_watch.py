@@ -1,0 +1,604 @@
+"""``logx watch`` end to end: the real CLI reading real files and pipes written by a separate
+writer process line by line with pauses. Gate exit codes (ready 0, failure/death 1,
+timeout/silence 3), the idle flush of a half-written traceback, truncation and rotation,
+the ``logx run`` sidecar, Ctrl-C, a closed pipe downstream, and the live view in a pty."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import io
+import json
+import os
+import pty
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from logforensics.analysis import explain
+from logforensics.catalog import load_catalog
+from logforensics.follow import IDLE
+from logforensics.sources import RawLine
+from logforensics.watch import JsonRenderer, Watcher, WatchOptions
+
+REPO = Path(__file__).resolve().parent.parent
+LOGX = [sys.executable, "-m", "logforensics", "watch"]
+CATALOG_IDS = {p.id for p in load_catalog().patterns}
+
+WRITER = r"""
+import json, os, sys, time
+path, steps = sys.argv[1], json.loads(sys.argv[2])
+out = sys.stdout.buffer if path == "-" else None  # a file is opened (created) at the first write
+for step in steps:
+    kind = step[0]
+    if kind == "w":
+        if out is None:
+            out = open(path, "ab", buffering=0)
+        out.write(step[1].encode()); out.flush()
+        sys.stderr.write("wrote %r %.6f\n" % (step[1][:20], time.monotonic())); sys.stderr.flush()
+    elif kind == "sleep":
+        time.sleep(step[1])
+    elif kind == "truncate":
+        os.truncate(path, 0)
+    elif kind == "rotate":
+        out.close(); os.rename(path, path + ".1"); out = open(path, "ab", buffering=0)
+    elif kind == "wait":  # until the test says go (a file appears)
+        while not os.path.exists(step[1]):
+            time.sleep(0.01)
+    elif kind == "exit":
+        sys.exit(step[1])
+"""
+
+
+def ts(sec: int) -> str:
+    return f"[2026-03-23 14:02:{sec:02d}]"
+
+
+SEED = [
+    "[2026-03-23 14:01:38] server_args=ServerArgs(model_path='Qwen/Qwen3.5-35B-A3B', tp_size=1, "
+    "speculative_algorithm='EAGLE', mamba_scheduler_strategy='no_buffer', disable_radix_cache=False)",
+    "Traceback (most recent call last):",
+    '  File "/usr/local/lib/python3.12/dist-packages/sglang/launch_server.py", line 24, in <module>',
+    "    server_args = prepare_server_args(sys.argv[1:])",
+    '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/server_args.py", line 4620, in prepare_server_args',
+    "    return ServerArgs.from_cli_args(raw_args)",
+    '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/server_args.py", line 612, in __post_init__',
+    "    self._handle_mamba_radix_cache(model_arch)",
+    '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/server_args.py", line 1501, in '
+    "_handle_mamba_radix_cache",
+    "    raise ValueError(",
+    "ValueError: Speculative decoding for Qwen3_5ForConditionalGeneration is not compatible with radix cache "
+    "when using --mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please use "
+    "--mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.",
+]
+SEED_ID = "spec_decode_radix_mamba_no_buffer"
+
+HEALTHY = [
+    f"{ts(0)} server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=1, mem_fraction_static=0.85, port=30000)",
+    f"{ts(1)} Init torch distributed begin.",
+    f"{ts(2)} Init torch distributed ends. mem usage=0.50 GB",
+    f"{ts(2)} Load weight begin. avail mem=78.50 GB",
+    f"{ts(9)} Load weight end. type=Qwen3ForCausalLM, dtype=torch.bfloat16, avail mem=63.20 GB, mem usage=15.30 GB.",
+    f"{ts(10)} KV Cache is allocated. #tokens: 412000, K size: 28.00 GB, V size: 28.00 GB",
+    f"{ts(10)} Memory pool end. avail mem=6.90 GB",
+    f"{ts(11)} Capture cuda graph begin. This can take up to several minutes. avail mem=6.80 GB",
+    f"{ts(15)} Capture cuda graph end. Time elapsed: 4.10 s. mem usage=0.60 GB. avail mem=6.20 GB.",
+    f"{ts(15)} max_total_num_tokens=412000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+    "max_running_requests=2048, context_len=40960, available_gpu_mem=6.20 GB",
+    f"{ts(16)} INFO:     Started server process [4242]",
+    f"{ts(16)} INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+    f'{ts(17)} INFO:     127.0.0.1:40000 - "GET /get_model_info HTTP/1.1" 200 OK',
+    f"{ts(17)} Prefill batch. #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, "
+    "#running-req: 0, #queue-req: 0",
+    f"{ts(18)} The server is fired up and ready to roll!",
+]
+STARTUP_PHASES = ["args", "init", "weights", "kv_alloc", "cuda_graph", "warmup", "ready"]
+KV_FAIL = HEALTHY[:6] + [
+    f"{ts(10)} Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py", line 2950, in '
+    "run_scheduler_process",
+    "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)",
+    '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/model_runner.py", line 1530, in '
+    "init_memory_pool",
+    "    raise RuntimeError(",
+    "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+]
+BOOM = [  # a traceback no pattern knows, cut after its exception line
+    f"{ts(20)} Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/opt/watchtest/worker.py", line 7, in step',
+    "    explode()",
+    "RuntimeError: watchtest boom 7f3a",
+]
+
+
+def fresh(lines: list[str]) -> list[str]:
+    """The same lines stamped with the local time now (the stale-log detector compares log
+    timestamps with the process start)."""
+    now = datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+    return [re.sub(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", "[" + now, text) for text in lines]
+
+
+def lines_steps(lines: list[str], pause: float = 0.03) -> list:
+    steps: list = []
+    for text in lines:
+        steps += [["w", text + "\n"], ["sleep", pause]]
+    return steps
+
+
+class Procs:
+    """Starts writer and logx processes; kills and reaps whatever is left at the end."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+
+    def writer(self, path, steps, **kw) -> subprocess.Popen:
+        p = subprocess.Popen([sys.executable, "-c", WRITER, str(path), json.dumps(steps)],
+                             stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
+        self.procs.append(p)
+        return p
+
+    def logx(self, *args: str, stdin=subprocess.DEVNULL, **kw) -> subprocess.Popen:
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.PIPE)
+        p = subprocess.Popen([*LOGX, *args], stdin=stdin, cwd=REPO, **kw)
+        self.procs.append(p)
+        return p
+
+    def follow(self, log: Path, *args: str, **kw) -> subprocess.Popen:
+        """``logx watch LOG ARGS…``, returned once it has the log open (so a writer started
+        next cannot outrun it). The log is created empty if it does not exist."""
+        if not log.exists():
+            log.write_bytes(b"")
+        p = self.logx(str(log), *args, **kw)
+        target = os.path.realpath(log)
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline and p.poll() is None:
+            with contextlib.suppress(OSError):
+                for fd in os.listdir(f"/proc/{p.pid}/fd"):
+                    with contextlib.suppress(OSError):
+                        if os.readlink(f"/proc/{p.pid}/fd/{fd}") == target:
+                            return p
+            time.sleep(0.01)
+        raise AssertionError(f"logx watch did not open {log}")
+
+    def cleanup(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            try:
+                p.communicate(timeout=5)
+            except (ValueError, OSError, subprocess.TimeoutExpired):
+                p.wait(timeout=5)
+
+
+@pytest.fixture
+def procs():
+    box = Procs()
+    yield box
+    box.cleanup()
+
+
+class LineReader:
+    """Reads a process's stdout in a thread, timestamping every line (time.monotonic)."""
+
+    def __init__(self, stream) -> None:
+        self.lines: list[tuple[float, str]] = []
+        self._thread = threading.Thread(target=self._run, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _run(self, stream) -> None:
+        for raw in iter(stream.readline, b""):
+            self.lines.append((time.monotonic(), raw.decode("utf-8", "replace").rstrip("\n")))
+
+    def join(self, timeout: float = 5) -> list[str]:
+        self._thread.join(timeout)
+        return [text for _, text in self.lines]
+
+    def wait_for(self, needle: str, timeout: float = 4) -> float | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for at, text in self.lines:
+                if needle in text:
+                    return at
+            time.sleep(0.02)
+        return None
+
+
+def run_logx(p: subprocess.Popen, timeout: float = 5) -> tuple[int, str, str]:
+    out, err = p.communicate(timeout=timeout)
+    return p.returncode, out.decode(), err.decode()
+
+
+def jsonl(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def write_times(writer: subprocess.Popen) -> list[tuple[str, float]]:
+    """What the writer reported on stderr: (text prefix, monotonic write time)."""
+    out = []
+    for line in writer.stderr.read().decode().splitlines():
+        m = re.match(r"wrote '(.*)' ([\d.]+)$", line)
+        if m:
+            out.append((m.group(1), float(m.group(2))))
+    return out
+
+
+def assert_seed_finding(findings: list[dict]) -> dict:
+    """The seed's ValueError is reported as a fatal/error finding (by its catalog id once the
+    catalog has it)."""
+    problems = [f for f in findings if f["severity"] in ("fatal", "error")]
+    assert problems, findings
+    with_exc = [f for f in problems if (f.get("exception") or {}).get("type") == "ValueError"]
+    assert with_exc, problems
+    if SEED_ID in CATALOG_IDS:
+        assert SEED_ID in {f["id"] for f in problems}
+    return with_exc[0]
+
+
+# — the seed: a launch that dies at argument validation ————————————————————————————
+
+
+def test_seed_file_until_ready_exits_1_after_idle_flush(tmp_path, procs):
+    log = tmp_path / "server.log"
+    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "10")
+    start = time.monotonic()
+    writer = procs.writer(log, lines_steps(SEED, 0.04) + [["sleep", 30]])  # dies, no more lines
+    code, out, err = run_logx(p)
+    elapsed = time.monotonic() - start
+    assert code == 1, (out, err)
+    assert writer.poll() is None  # decided while the stream was still open: the idle flush
+    assert elapsed < 0.5 + 0.5 + 1.5  # writing + idle flush + slack
+    objs = jsonl(out)
+    assert objs[0] == {"type": "phase", "phase": "args", "line": 1, "run": 1, "time": "2026-03-23 14:01:38"}
+    assert_seed_finding([o for o in objs if o["type"] == "finding"])
+    end = objs[-1]
+    assert end["type"] == "end" and end["verdict"] == "failed" and end["exit_code"] == 1
+    assert end["reason"] == "failed" and end["phase"] == "args"
+    if SEED_ID in CATALOG_IDS:
+        assert end["primary"] == SEED_ID
+    assert err == ""
+
+
+def test_seed_through_a_pipe_plain_lines(procs):
+    writer = procs.writer("-", lines_steps(SEED, 0.03) + [["sleep", 30]], stdout=subprocess.PIPE)
+    p = procs.logx("--until", "ready", stdin=writer.stdout)
+    writer.stdout.close()
+    code, out, err = run_logx(p)
+    assert code == 1, (out, err)
+    lines = out.splitlines()
+    assert re.fullmatch(r"14:01:38 phase args \(line 1\)", lines[0])
+    found = [ln for ln in lines if re.match(r"\d\d:\d\d:\d\d (FATAL|ERROR) \w+: .+ — fix: .+", ln)]
+    assert found, out
+    if SEED_ID in CATALOG_IDS:
+        assert any(f" {SEED_ID}: " in ln for ln in found)
+    assert re.search(r"end FAILED: verdict failed, exit 1", out)
+
+
+def test_gate_decides_on_the_best_ranked_problem(tmp_path, procs):
+    pats = tmp_path / "pats"
+    pats.mkdir()
+    (pats / "t.toml").write_text('''
+[[pattern]]
+id = "watchtest_symptom"
+title = "A symptom"
+severity = "fatal"
+phase = "any"
+priority = 10
+explanation = "x"
+fix = "nothing"
+  [[pattern.match]]
+  line = 'WATCHTEST symptom'
+
+[[pattern]]
+id = "watchtest_cause"
+title = "The cause"
+severity = "fatal"
+phase = "any"
+priority = 95
+explanation = "x"
+fix = "fix the cause"
+  [[pattern.match]]
+  line = 'WATCHTEST cause'
+''')
+    log = tmp_path / "server.log"
+    p = procs.follow(log, "--until", "ready", "--json", "--patterns", str(pats))
+    procs.writer(log, lines_steps(HEALTHY[:3]) + [
+        ["w", f"{ts(5)} WATCHTEST symptom\n{ts(5)} WATCHTEST cause\n"], ["sleep", 30]])
+    code, out, _ = run_logx(p)
+    assert code == 1
+    objs = jsonl(out)
+    assert {o["id"] for o in objs if o["type"] == "finding"} >= {"watchtest_symptom", "watchtest_cause"}
+    assert objs[-1]["primary"] == "watchtest_cause"
+
+
+# — healthy, silent, missing ——————————————————————————————————————————————————————
+
+
+def test_healthy_startup_until_ready_exits_0(tmp_path, procs):
+    log = tmp_path / "server.log"
+    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "10")
+    writer = procs.writer(log, lines_steps(HEALTHY, 0.03) + [["sleep", 30]])
+    code, out, err = run_logx(p)
+    assert code == 0, (out, err)
+    assert writer.poll() is None
+    objs = jsonl(out)
+    assert [o["phase"] for o in objs if o["type"] == "phase"] == STARTUP_PHASES
+    assert not [o for o in objs if o["type"] == "finding" and o["severity"] in ("fatal", "error")]
+    assert objs[-1] == {**objs[-1], "type": "end", "verdict": "ready", "exit_code": 0, "reason": "ready"}
+
+
+def test_silence_exits_3_naming_the_phase(tmp_path, procs):
+    log = tmp_path / "server.log"
+    p = procs.follow(log, "--until", "ready", "--silence", "0.8", "--json")
+    start = time.monotonic()
+    procs.writer(log, lines_steps(HEALTHY[:4]) + [["sleep", 30]])  # stuck loading weights
+    code, out, _ = run_logx(p)
+    assert code == 3
+    assert 0.8 < time.monotonic() - start < 4
+    end = jsonl(out)[-1]
+    assert end["reason"] == "silence" and end["phase"] == "weights" and end["exit_code"] == 3
+    assert "stalled in phase weights (last line 4)" in end["message"]
+
+
+def test_timeout_while_waiting_for_a_missing_file(tmp_path, procs):
+    p = procs.logx(str(tmp_path / "not-yet.log"), "--until", "ready", "--timeout", "0.7")
+    code, out, _ = run_logx(p)
+    assert code == 3
+    assert "waiting for" in out and "end TIMEOUT" in out and "(no line yet)" in out
+
+
+def test_file_appearing_late_is_followed(tmp_path, procs):
+    log = tmp_path / "late.log"
+    p = procs.logx(str(log), "--until", "ready", "--timeout", "8")
+    reader = LineReader(p.stdout)
+    assert reader.wait_for("waiting for") is not None
+    procs.writer(log, [["sleep", 0.2]] + lines_steps(HEALTHY, 0.01) + [["sleep", 30]])
+    p.wait(timeout=8)
+    out = "\n".join(reader.join())
+    assert p.returncode == 0 and "end READY" in out
+
+
+# — a crash in the middle of a traceback ——————————————————————————————————————————
+
+
+def test_crash_mid_traceback_reported_after_idle_flush_once(tmp_path, procs):
+    log = tmp_path / "server.log"
+    p = procs.follow(log, "--json", "--silence", "1.2")
+    writer = procs.writer(log, lines_steps(HEALTHY[:4], 0.02) + lines_steps(BOOM, 0.02)
+                          + [["sleep", 0.9], ["w", f"{ts(22)} Received sigquit from a child process\n"],
+                             ["sleep", 0.3]])
+    reader = LineReader(p.stdout)
+    assert reader.wait_for("watchtest boom") is not None
+    seen_at = reader.wait_for("watchtest boom")
+    p.wait(timeout=6)
+    objs = [json.loads(t) for t in reader.join()]
+    written = dict(write_times(writer))
+    sigquit_at = next(t for text, t in written.items() if "sigquit" in text or text.startswith(ts(22)[:20]))
+    boom_at = next(t for text, t in written.items() if text.startswith("RuntimeError: watch"))
+    assert boom_at < seen_at < sigquit_at  # reported before the line that completes it
+    assert 0.4 < seen_at - boom_at < 0.9  # … by the idle flush (0.5 s)
+    booms = [o for o in objs if o["type"] == "finding" and "watchtest boom" in json.dumps(o)]
+    assert len(booms) == 1  # not again when the traceback completed
+    assert booms[0]["severity"] in ("fatal", "error")
+    assert booms[0]["exception"]["type"] == "RuntimeError"
+
+
+def test_idle_flush_and_dedupe_in_the_library():
+    """The same flow without processes: a pending snapshot reported once."""
+    out = io.StringIO()
+    items: list = [RawLine(i + 1, 0, text.encode()) for i, text in enumerate(HEALTHY[:4] + BOOM)]
+    items += [IDLE, RawLine(len(items) + 1, 0, f"{ts(22)} Received sigquit from a child process".encode()), IDLE]
+    watcher = Watcher(items, JsonRenderer(out), WatchOptions(idle_flush=0.0))
+    assert watcher.execute() == 1  # EOF without --until: explain's exit code for a failure
+    objs = jsonl(out.getvalue())
+    booms = [o for o in objs if o["type"] == "finding" and (o.get("exception") or {}).get("type") == "RuntimeError"]
+    assert len(booms) == 1
+    assert objs.index(booms[0]) < len(objs) - 1 and objs[-1]["type"] == "end"
+
+
+# — truncation and rotation ———————————————————————————————————————————————————————
+
+
+def test_copytruncate_and_rotation_mid_stream(tmp_path, procs):
+    log = tmp_path / "server.log"
+    steps = (lines_steps(HEALTHY[:4], 0.02) + [["sleep", 0.3], ["truncate"], ["sleep", 0.3]]
+             + lines_steps(HEALTHY[4:9], 0.02) + [["sleep", 0.3], ["rotate"]]
+             + lines_steps(HEALTHY[9:], 0.02) + [["sleep", 30]])
+    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "8")
+    procs.writer(log, steps)
+    code, out, err = run_logx(p, timeout=10)
+    assert code == 0, (out, err)
+    objs = jsonl(out)
+    assert [o["phase"] for o in objs if o["type"] == "phase"] == STARTUP_PHASES
+    events = [o["event"] for o in objs if o["type"] == "source"]
+    assert events == ["truncated", "rotated"]
+    ready = next(o for o in objs if o["type"] == "phase" and o["phase"] == "ready")
+    assert ready["line"] == len(HEALTHY)  # line numbers run on across both
+
+
+# — the process: sidecar, pid, --until exit —————————————————————————————————————————
+
+
+def sidecar(log: Path, pid: int, **extra) -> None:
+    record = {"schema": "logx.sidecar/1", "pid": pid, "started_at": datetime.now(UTC).isoformat(),
+              "command": ["python", "-m", "sglang.launch_server"], "log": str(log), "log_offset": 0,
+              "ended_at": None, "exit_code": None, "signal": None}
+    record.update(extra)
+    log.with_name(log.name + ".logx.json").write_text(json.dumps(record))
+
+
+def test_process_dying_without_a_word_is_noticed(tmp_path, procs):
+    log = tmp_path / "server.log"
+    go = tmp_path / "go"
+    server = procs.writer(log, [["wait", str(go)]] + lines_steps(fresh(HEALTHY[:4])) + [["sleep", 0.4], ["exit", 0]])
+    sidecar(log, server.pid)
+    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "8")
+    go.write_text("")
+    code, out, _ = run_logx(p, timeout=10)
+    assert code == 1
+    objs = jsonl(out)
+    died = [o for o in objs if o["type"] == "finding" and o["id"] == "process_died_without_traceback"]
+    assert died and died[0]["phase"] == "weights"
+    assert any(o["type"] == "process" for o in objs)
+    assert objs[-1]["reason"] == "exited" and objs[-1]["phase"] == "weights"
+
+
+def test_until_exit_with_a_finished_sidecar(tmp_path, procs):
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(fresh(SEED)) + "\n")
+    sidecar(log, 999_999_999, ended_at=datetime.now(UTC).isoformat(), exit_code=1)
+    p = procs.logx(str(log), "--until", "exit", "--json", "--timeout", "5")
+    code, out, _ = run_logx(p)
+    assert code == 1 == explain(log).exit_code
+    end = jsonl(out)[-1]
+    assert end["reason"] == "exited" and end["process"]["exit_code"] == 1 and end["verdict"] == "failed"
+
+
+def test_until_exit_says_stale_like_explain(tmp_path, procs):
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(SEED) + "\n")  # March timestamps, a process started now
+    sidecar(log, 999_999_999, ended_at=datetime.now(UTC).isoformat(), exit_code=1)
+    code, out, _ = run_logx(procs.logx(str(log), "--until", "exit", "--json", "--timeout", "5"))
+    assert code == 3 == explain(log).exit_code
+    objs = jsonl(out)
+    assert objs[-1]["verdict"] == "stale"
+    assert "log_stale" in {o["id"] for o in objs if o["type"] == "finding"}
+
+
+def test_until_ready_does_not_trust_an_earlier_runs_ready_line(tmp_path, procs):
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(HEALTHY) + "\n")  # an old run, ready; the new server writes elsewhere
+    server = procs.writer(tmp_path / "elsewhere.log", [["sleep", 30]])
+    sidecar(log, server.pid)
+    code, out, _ = run_logx(procs.logx(str(log), "--until", "ready", "--json", "--timeout", "5"))
+    assert code == 3
+    end = jsonl(out)[-1]
+    assert end["reason"] == "stale" and end["verdict"] == "stale"
+
+
+@pytest.mark.parametrize("lines", [HEALTHY, SEED], ids=["healthy", "seed"])
+def test_until_exit_on_a_pipe_returns_explains_code(procs, lines):
+    writer = procs.writer("-", lines_steps(lines, 0.01), stdout=subprocess.PIPE)
+    p = procs.logx("--until", "exit", "--json", stdin=writer.stdout)
+    writer.stdout.close()
+    code, out, _ = run_logx(p)
+    assert code == explain(("\n".join(lines) + "\n").encode()).exit_code == (0 if lines is HEALTHY else 1)
+    assert jsonl(out)[-1]["reason"] == "eof"
+
+
+def test_without_until_a_pipe_ends_with_a_summary(procs):
+    writer = procs.writer("-", lines_steps(KV_FAIL, 0.01), stdout=subprocess.PIPE)
+    p = procs.logx(stdin=writer.stdout)
+    writer.stdout.close()
+    code, out, _ = run_logx(p)
+    assert code == 1
+    assert "phase kv_alloc" in out and "end EOF: verdict failed, exit 1" in out
+    assert re.search(r"\n\d\d:\d\d:\d\d cause \w+: .+ — fix: ", out)
+
+
+def test_from_end_ignores_an_earlier_ready_run(tmp_path, procs):
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(HEALTHY) + "\n")  # yesterday's run, ready
+    p = procs.follow(log, "--until", "ready", "--from-end", "--json", "--timeout", "5")
+    procs.writer(log, [["sleep", 0.1]] + lines_steps(SEED, 0.01) + [["sleep", 30]])
+    code, out, _ = run_logx(p, timeout=8)
+    assert code == 1
+    objs = jsonl(out)
+    assert objs[0]["type"] == "phase" and objs[0]["line"] == len(HEALTHY) + 1
+
+
+# — Ctrl-C, closed pipes, usage —————————————————————————————————————————————————————
+
+
+def test_ctrl_c_ends_cleanly_with_a_summary(tmp_path, procs):
+    log = tmp_path / "server.log"
+    p = procs.follow(log, "--plain")
+    procs.writer(log, lines_steps(HEALTHY[:5]) + [["sleep", 30]])
+    reader = LineReader(p.stdout)
+    assert reader.wait_for("phase weights") is not None
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=4)
+    out = "\n".join(reader.join())
+    assert p.returncode == 0  # explain's code for what it saw: no failure
+    assert "end INTERRUPTED" in out
+    assert b"Traceback" not in p.stderr.read()
+
+
+def test_closed_pipe_downstream_is_quiet(tmp_path, procs):
+    log = tmp_path / "server.log"
+    p = procs.follow(log, "--json")
+    procs.writer(log, lines_steps(HEALTHY[:2]) + [["sleep", 0.5]] + lines_steps(HEALTHY[2:], 0.02)
+                 + [["sleep", 30]])
+    first = p.stdout.readline()  # like `| head -1`
+    assert json.loads(first)["type"] == "phase"
+    p.stdout.close()
+    p.wait(timeout=4)
+    assert p.returncode == 0
+    assert p.stderr.read() == b""
+
+
+def test_usage_errors(tmp_path, procs):
+    code, _, err = run_logx(procs.logx(str(tmp_path)))
+    assert code == 2 and "directory" in err
+    code, _, err = run_logx(procs.logx(str(tmp_path / "x.log"), "--timeout", "0"))
+    assert code == 2 and "timeout" in err
+    code, _, err = run_logx(procs.logx(str(tmp_path / "x.log"), "--until", "bogus"))
+    assert code == 2
+
+
+# — the live view in a pseudo-terminal ————————————————————————————————————————————————
+
+
+def read_pty(master: int, p: subprocess.Popen, timeout: float) -> str:
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.05)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the other side closed
+                break
+            if not chunk:
+                break
+            buf += chunk
+        elif p.poll() is not None:
+            break
+    text = buf.decode("utf-8", "replace")
+    return re.sub(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\r", "", text)
+
+
+def test_live_view_in_a_pty(tmp_path, procs):
+    log = tmp_path / "server.log"
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 140, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "140", "LINES": "50"}
+    env.pop("NO_COLOR", None)
+    try:
+        p = procs.follow(log, "--until", "ready", "--timeout", "8", stdout=slave, stderr=slave, env=env)
+        procs.writer(log, lines_steps(KV_FAIL, 0.05) + [["sleep", 30]])
+        os.close(slave)
+        slave = -1
+        screen = read_pty(master, p, timeout=8)
+        assert p.wait(timeout=2) == 1, screen
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
+    for phase in ("args ✓", "weights ✓", "KV cache", "CUDA graphs", "ready"):
+        assert phase in screen, screen
+    assert "free at start: 78.50 GB" in screen
+    assert "KV cache: 412000 tokens" in screen
+    assert "Fix:" in screen
+    assert "kv_cache_no_room_mem_fraction" in screen or "unclassified_exception" in screen
+    assert "FAILED" in screen
