@@ -122,6 +122,7 @@ class Run:
     http_errors: int = 0
     tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     has_timestamps: bool = False
+    startup_seen: set = field(default_factory=set)  # (kind, stream) of startup lines seen
 
     @property
     def model(self) -> str | None:
@@ -151,6 +152,7 @@ class RunTracker:
     def __init__(self) -> None:
         self.runs: list[Run] = []
         self._last_time = None
+        self._jumped = False  # the clock went backwards since the last run boundary
 
     @property
     def current(self) -> Run:
@@ -164,35 +166,41 @@ class RunTracker:
         return run
 
     def _starts_new_run(self, event: Event, run: Run) -> bool:
+        """Whether ``event`` marks a new launch. A startup line is a relaunch when the run
+        already reached ready or ended, when the same rank already logged it in this run, or
+        when the clock jumped backwards just before it (an older launch appended later). A
+        backward jump alone does not split: pasted excerpts jump in time too."""
         kind = event.kind
         if kind == "server_args":
             return run.args_line is not None or PHASE_RANK[run.phase] > PHASE_RANK["args"]
         if kind in ("launch_command", "launch_banner"):
-            return PHASE_RANK[run.phase] >= PHASE_RANK["args"] and run.args_line is not None \
-                or PHASE_RANK[run.phase] > PHASE_RANK["args"]
+            return run.args_line is not None or PHASE_RANK[run.phase] > PHASE_RANK["args"]
         if kind in STARTUP_KINDS:
-            return run.ready or any(e.kind in ("shutdown", "kill_process_tree", "killed")
-                                    for e in run.endings)
+            return (run.ready or self._jumped
+                    or (kind, event.line.stream) in run.startup_seen
+                    or any(e.kind in ("shutdown", "kill_process_tree", "killed") for e in run.endings))
         return False
 
     def feed(self, event: Event) -> Run:
         """Attribute ``event`` to a run (starting a new one when it marks a launch)."""
         run = self.current
         number = event.line.number
+        ts = event.line.ts
+        t = parse_timestamp(ts) if ts else None
+        if t is not None and self._last_time is not None and t < self._last_time - BACKWARD_JUMP:
+            self._jumped = True
         if run.first_line and self._starts_new_run(event, run) and number > run.first_line:
             run = self._new_run(number)
-        ts = event.line.ts
+            self._jumped = False
         if ts:
-            t = parse_timestamp(ts)
             if t is not None:
-                if (self._last_time is not None and t < self._last_time - BACKWARD_JUMP
-                        and run.first_line < number and run.has_timestamps):
-                    run = self._new_run(number)
                 self._last_time = t
             if run.started_at is None:
                 run.started_at = ts
             run.ended_at = ts
             run.has_timestamps = True
+        if event.kind in STARTUP_KINDS:
+            run.startup_seen.add((event.kind, event.line.stream))
         run.last_line = max(run.last_line, event.line.number if event.line.number > 0 else 0)
         self._record(run, event)
         return run

@@ -57,6 +57,7 @@ TOLERANCE = 2.0  # seconds: whole-second log timestamps, /proc start times round
 CLOCK_SKEW_LIMIT = 600.0  # log times this far after the file's mtime: the log's clock/timezone differs
 STARTUP_WINDOW = 2 * 3600.0  # a printed PID's process started at most this long before the run's first line
 SIDECAR_START_WINDOW = (-5.0, 30.0)  # server start relative to the sidecar's started_at (PID reuse check)
+SIDECAR_AFTER_END = 10.0  # log writes this long after the sidecar's server ended come from someone else
 EVIDENCE_TAIL = 5
 _SERVER_CMD = re.compile(r"sglang\.launch_server|sglang serve|sglang::|-m sglang\b|sglang\.srt")
 _STATE_STYLE = {"FRESH": "bold green", "STALE": "bold yellow", "EMPTY": "bold yellow",
@@ -166,10 +167,15 @@ def prepare(path: str | os.PathLike | None, options: Any = None) -> Context:
                             "the sidecar is not used")
         return ctx
     with contextlib.suppress(OSError):
-        size = os.stat(path).st_size
-        if sidecar.log_offset > size:
+        st = os.stat(path)
+        if sidecar.log_offset > st.st_size:
             ctx.sidecar_note = (f"sidecar {sidecar.path} says its run starts at byte {sidecar.log_offset} "
-                                f"but the log has {size} bytes (truncated or replaced since): ignored")
+                                f"but the log has {st.st_size} bytes (truncated or replaced since): ignored")
+            return ctx
+        ended = _epoch(sidecar.ended_at_dt)
+        if ended is not None and st.st_mtime > ended + SIDECAR_AFTER_END:
+            ctx.sidecar_note = (f"sidecar {sidecar.path} describes pid {sidecar.pid}, which ended {_iso(ended)}, "
+                                f"but the log was written {_iso(st.st_mtime)}: another process wrote it; ignored")
             return ctx
     ctx.sidecar = sidecar
     ctx.offset = max(0, sidecar.log_offset)
@@ -634,7 +640,7 @@ class _Assessment:
         if quiet is not None:
             self.facts["quiet_for_s"] = round(quiet)
         detached = s.writes_log is False and not any(t.startswith("pipe:") for t in s.writes_to)
-        if detached and s.source == "--pid":
+        if detached and s.source in ("--pid", "sidecar"):
             self.reasons.append(f"pid {s.pid} is alive but does not have this log open (it writes to "
                                 f"{', '.join(s.writes_to) or 'no file'}): this log's writer is not known")
             return self._status("FRESH", False)

@@ -95,3 +95,22 @@ def test_phase_from_frames_reads_where_a_traceback_was_raised():
                                 ("/x/mem_cache/memory_pool.py", "alloc"))) == "kv_alloc"
     assert phase_from_frames(tb(("/x/a.py", "<module>"), ("/x/b.py", "<module>"),
                                 ("/x/c.py", "<module>"))) == "import"
+
+
+def test_a_backward_jump_alone_does_not_split_a_pasted_excerpt():
+    runs = runs_of(log_bytes(
+        "[2025-08-02 19:24:30 TP3] Watchdog timeout (self.watchdog_timeout=300)",
+        "redacted ...",
+        "[2025-08-02 06:06:21 TP2] Pyspy failed to dump PID 171.",
+    ))
+    assert len(runs) == 1
+
+
+def test_same_rank_starting_again_is_a_relaunch_even_if_never_ready():
+    runs = runs_of(log_bytes(
+        "[2026-03-23 14:00:05 TP0] Load weight begin. avail mem=78.50 GB",
+        "[2026-03-23 14:00:06 TP1] Load weight begin. avail mem=78.50 GB",
+        "Killed",
+        "[2026-03-23 14:10:05 TP0] Load weight begin. avail mem=78.50 GB",
+    ))
+    assert [r.first_line for r in runs] == [1, 4]

@@ -606,3 +606,15 @@ def test_sidecar_command_not_found_is_dead(tmp_path):
     assert st.state == "DEAD" and st.facts["sidecar"]["exit_code"] == 127
     assert "code 127" in report.findings[0].title
     assert "never started" in st.reasons[0]
+
+
+def test_sidecar_is_ignored_when_the_log_was_written_after_its_server_ended(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text(stamp(datetime.now(), *STARTUP))
+    ended = datetime.now(UTC) - timedelta(minutes=30)
+    Path(str(log) + ".logx.json").write_text(json.dumps({
+        "pid": 999_999_6, "started_at": (ended - timedelta(minutes=5)).isoformat(), "log": str(log),
+        "log_offset": 0, "ended_at": ended.isoformat(), "exit_code": 0}))
+    report, st = status_of(log)
+    assert "another process wrote it" in st.facts["sidecar_note"]
+    assert "sidecar" not in st.facts and st.state == "FRESH" and not st.verified
