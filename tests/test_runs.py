@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from conftest import log_bytes
+
 from logforensics.pipeline import parse
 from logforensics.runs import RunTracker, phase_from_frames
 from logforensics.tracebacks import Frame, Traceback
-
-from conftest import log_bytes
 
 ARGS = "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=2, mem_fraction_static=0.88)"
 
