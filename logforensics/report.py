@@ -135,21 +135,25 @@ def serving_json(run: Run) -> dict[str, Any] | None:
 
 
 def phase_timeline(run: Run, failed: bool) -> Text:
-    """``launch ✓ → args ✓ → weights ✗`` up to the phase reached; a phase the log does not
-    show (a cut paste) is ``·``."""
+    """``args ✓ → weights ✓ → kv_alloc ✗``: the phases the log shows, up to the one reached;
+    ``…`` stands for phases the log does not show (a cut paste)."""
     text = Text()
     reached = PHASES.index(run.phase)
+    first = True
+    gap = False
     for i, phase in enumerate(PHASES[: reached + 1]):
-        if i:
-            text.append(" → ", style="dim")
         last = i == reached
-        if last and failed:
-            mark, style = "✗", "bold red"
-        elif phase in run.phase_lines:
-            mark, style = "✓", "green"
-        else:
-            mark, style = "·", "dim"
-        text.append(f"{phase} ", style="bold" if last else ("" if mark != "·" else "dim"))
+        if phase not in run.phase_lines and not last:
+            gap = True
+            continue
+        if not first:
+            text.append(" → ", style="dim")
+        if gap:
+            text.append("… → ", style="dim")
+            gap = False
+        first = False
+        mark, style = ("✗", "bold red") if (last and failed) else ("✓", "green")
+        text.append(f"{phase} ", style="bold" if last else "")
         text.append(mark, style=style)
     return text
 
@@ -189,19 +193,41 @@ def _sections(report: Report, verbose: bool) -> list:
     for section in report.extra.get("_text_sections", []):
         out.append(section)
     own = getattr(report.status, "findings", None) or []  # the stale-log detector's: always shown
-    problems = [f for f in report.findings if f.is_problem or verbose or f in own]
-    shown = problems if problems else report.findings
+    shown, symptoms, hidden = split_findings(report.findings, verbose, own)
     if not report.findings:
         out.append(Text("No findings: nothing in this run matches a known failure.",
                         style="green"))
     for i, finding in enumerate(shown, 1):
         out.append(_finding_panel(i, finding))
-    hidden = len(report.findings) - len(shown)
-    if hidden > 0:
-        rest = ", ".join(sorted({f.id for f in report.findings if f not in shown}))
-        out.append(Text(f"+ {hidden} lower-severity finding(s): {rest} (show with -v)",
-                        style="dim"))
+    for finding in symptoms:
+        line = finding.evidence[0].line if finding.evidence else "?"
+        out.append(Text(f"Also seen (a symptom of the cause above): {finding.title} "
+                        f"[{finding.id}, line {line}]", style="dim"))
+    if hidden:
+        rest = ", ".join(sorted({f.id for f in hidden}))
+        out.append(Text(f"+ {len(hidden)} lower-severity finding(s): {rest} (show with -v)", style="dim"))
     return out
+
+
+SYMPTOM_PRIORITY = 10  # problems ranked at or below this are symptoms (sigquit, "see above")
+
+
+def split_findings(findings: list[Finding], verbose: bool, always: list[Finding] = ()) -> tuple[list, list, list]:
+    """(shown as panels, one-line symptoms, hidden). The primary root cause and the other
+    real problems get panels; low-priority problems after a cause are one-line symptoms;
+    warnings and info wait for ``-v`` unless nothing else was found. ``always`` (the
+    stale-log detector's findings) are always panels."""
+    if verbose:
+        return list(findings), [], []
+    problems = [f for f in findings if f.is_problem]
+    if not problems:
+        return list(findings), [], []
+    primary = problems[0]
+    panels = [f for f in findings if f is primary or f in always
+              or (f.is_problem and f.priority > SYMPTOM_PRIORITY)]
+    symptoms = [f for f in problems if f not in panels]
+    hidden = [f for f in findings if f not in panels and f not in symptoms]
+    return panels, symptoms, hidden
 
 
 def _run_summary(run: Run, report: Report) -> Table:
@@ -215,8 +241,7 @@ def _run_summary(run: Run, report: Report) -> Table:
     if run.model_class:
         model += f" ({run.model_class})"
     table.add_row("Model", escape(model))
-    args = run.key_args()
-    flags = ", ".join(f"{k}={v}" for k, v in args.items() if k not in ("model_path", "host"))
+    flags = ", ".join(f"{k}={v}" for k, v in shown_args(run).items())
     if flags:
         table.add_row("Flags", escape(flags))
     table.add_row("Phase", phase_timeline(run, report.primary is not None))
@@ -231,6 +256,23 @@ def _run_summary(run: Run, report: Report) -> Table:
         table.add_row("Serving", escape(", ".join(f"{k}={v}" for k, v in serving.items()
                                                    if v is not None)))
     return table
+
+
+_QUIET_DEFAULTS = {"dp_size": 1, "pp_size": 1, "ep_size": 1, "nnodes": 1, "page_size": 1}
+
+
+def shown_args(run: Run) -> dict[str, Any]:
+    """The key flags worth a person's attention: set, not a default, not the model again."""
+    out = {}
+    for key, value in run.key_args().items():
+        if value is None or value is False or key in ("model_path", "host"):
+            continue
+        if _QUIET_DEFAULTS.get(key) == value or (key == "served_model_name" and value == run.model):
+            continue
+        if value in ("auto", "None"):
+            continue
+        out[key] = value
+    return out
 
 
 def _finding_panel(i: int, f: Finding) -> Panel:
