@@ -227,7 +227,8 @@ class _Builder:
             tb.message_missing = True
             tb.frames_cut = tb.frames_cut or bool(final.frames)
         msg = final.message.rstrip()
-        if msg.endswith(("...", "\u2026")) or last_cut and self.phase == "message" and not msg.endswith(_TERMINAL_PUNCT):
+        cut_at_end = last_cut and self.phase == "message" and not msg.endswith(_TERMINAL_PUNCT)
+        if msg.endswith(("...", "\u2026")) or cut_at_end:
             tb.message_truncated = True
         for exc in tb.exceptions:
             exc.message = exc.message.rstrip()
