@@ -11,14 +11,18 @@ from rich.table import Table
 
 from .catalog import TRACEBACK_KEYS, Catalog, CatalogError, builtin_dir, load_catalog
 
+# Strings that make a backtracking regex explode: long runs of one class of character that
+# end in a character the pattern does not expect.
 ADVERSARIAL = (
-    "a" * 50_000,
-    " " * 50_000 + "!",
-    "-" * 50_000 + "x",
-    "=" * 20_000 + "\n" + "a=" * 20_000,
-    "File \"" + "/a" * 20_000,
-    "Error: " + "Error: " * 10_000,
-    "0." * 30_000,
+    "a" * 5_000 + "!",
+    "a " * 3_000 + "!",
+    "0" * 5_000 + "!",
+    " " * 5_000 + "!",
+    "-" * 5_000 + "x",
+    "a=" * 3_000 + "\n",
+    "File \"" + "/a" * 3_000,
+    "Error: " * 2_000,
+    "0." * 3_000 + "x",
 )
 BACKTRACK_BUDGET = 0.5  # seconds per regex over all adversarial strings
 
@@ -78,20 +82,12 @@ def lint_catalog(extra: list[os.PathLike] | None = None,
 
 
 def fixtures_triggering(catalog: Catalog, fixture_dir: Path) -> dict[str, list[str]]:
-    """Pattern id -> fixture files in which it produced a finding."""
-    from .analysis import explain
+    """Pattern id -> fixture files whose explained run produced a finding with that id."""
+    from .analysis import Options, explain
 
     out: dict[str, list[str]] = {}
     for log in sorted(fixture_dir.glob("*.log")):
-        report = explain(log, catalog=catalog)
-        for run in report.runs:
-            run_report_ids = {f.id for f in _findings(report, run)}
-            for pid in run_report_ids:
-                out.setdefault(pid, []).append(log.name)
+        report = explain(log, catalog=catalog, options=Options(status=False))
+        for pid in {f.id for f in report.findings}:
+            out.setdefault(pid, []).append(log.name)
     return out
-
-
-def _findings(report, run):
-    if run is report.run:
-        return report.findings
-    return []
