@@ -50,6 +50,8 @@ def mamba_strategy_flag(run: Run) -> str:
     version = version_tuple(run.sglang_version)
     if version:
         return MAMBA_FLAG_OLD if version < (0, 5, 14) else MAMBA_FLAG_NEW
+    if ">=0.5.19" in run.version_hints:  # the dict-form server_args dump: the old name is gone
+        return MAMBA_FLAG_NEW
     # The flag SGLang's own messages name is the flag of this release (a cut message
     # still names it: no other flag starts with "--mamba-scheduler").
     texts = " ".join(tb.message for tb in run.tracebacks)

@@ -104,6 +104,7 @@ def run_json(run: Run) -> dict[str, Any]:
         "last_line": run.last_line,
         "sglang_version": run.sglang_version,
         "version_hints": sorted(run.version_hints),
+        "version_range": run.version_range,
         "model": run.model,
         "model_class": run.model_class,
         "memory_touched": run.memory_touched,
@@ -234,8 +235,8 @@ def _run_summary(run: Run, report: Report) -> Table:
     table = Table.grid(padding=(0, 1))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    version = run.sglang_version or (", ".join(sorted(run.version_hints)) + " (from the log format)"
-                                     if run.version_hints else "version not printed in the log")
+    version = run.sglang_version or (f"{run.version_range} (from the log format)" if run.version_range
+                                     else "version not printed in the log")
     table.add_row("SGLang", escape(version))
     model = run.model or "unknown"
     if run.model_class:

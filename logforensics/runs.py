@@ -129,6 +129,22 @@ class Run:
         return self.args.get("model_path") or self.args.get("served_model_name")
 
     @property
+    def version_range(self) -> str | None:
+        """The release range the log's formats allow, from ``version_hints`` such as
+        ``>=0.5.19`` and ``<=0.5.9``: "0.5.19 or later", "0.5.9 or earlier", "0.5.14–0.5.18"."""
+        lows = [_vt(h[2:]) for h in self.version_hints if h.startswith(">=")]
+        highs = [_vt(h[2:]) for h in self.version_hints if h.startswith("<=")]
+        low = max(lows) if lows else None
+        high = min(highs) if highs else None
+        if low and high:
+            return f"{_vs(low)}–{_vs(high)}" if low <= high else None
+        if low:
+            return f"{_vs(low)} or later"
+        if high:
+            return f"{_vs(high)} or earlier"
+        return None
+
+    @property
     def ready(self) -> bool:
         return PHASE_RANK[self.phase] >= PHASE_RANK["ready"]
 
@@ -262,6 +278,14 @@ class RunTracker:
             pid = convert_pid(event.line.wrapper)
             if pid is not None and pid not in run.pids:
                 run.pids.append(pid)
+
+
+def _vt(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
+
+
+def _vs(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
 
 
 def convert_pid(wrapper: str) -> int | None:

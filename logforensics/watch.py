@@ -54,7 +54,7 @@ from .follow import POLL_SECONDS, FollowItem, Tick, follow_file, follow_stream
 from .launcher import read_sidecar
 from .procinfo import process_info
 from .report import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, Report, serving_json
-from .runs import PHASE_RANK, PHASES, Run
+from .runs import ENDING_KINDS, MEMORY_KINDS, PHASE_RANK, PHASES, Run
 from .sources import RawLine, SourceError
 from .tracebacks import Traceback
 
@@ -549,6 +549,9 @@ class LiveRenderer(Renderer):
 
 
 _BATCH_KINDS = frozenset({"prefill_batch", "decode_batch"})
+# Events that can change a run's findings besides a new catalog hit: the named conditions look
+# at endings, memory events and the phase (a phase change also triggers a check).
+_FINDING_TRIGGERS = ENDING_KINDS | MEMORY_KINDS | {"server_args", "traceback", "ready"}
 _STARTUP_PHASES = ("args", "import", "init", "weights", "kv_alloc", "cuda_graph", "warmup")
 
 
@@ -596,6 +599,7 @@ class Watcher:
         self._phase_rank: dict[int, int] = {}
         self._runs_seen = 0
         self._hits_seen: dict[int, int] = {}
+        self._last_phase: dict[int, str] = {}
         self._flushed_at = -1
         self._pending_hits: list = []  # hits from the last idle-flush snapshot
         self._findings: list[Finding] = []  # the current run's findings, ranked
@@ -623,12 +627,15 @@ class Watcher:
         return next((f for f in self.current_findings() if f.is_problem), None)
 
     def _ingest(self, events: list) -> None:
-        interesting = False
+        interesting = trigger = False
         for e in events:
             if e.line.ts:
                 self.last_ts = e.line.ts
-            if e.kind != "line":
+            kind = e.kind
+            if kind != "line":
                 interesting = True
+                if kind in _FINDING_TRIGGERS:
+                    trigger = True
         runs = self.analyzer.runs
         if not runs:
             return
@@ -645,8 +652,12 @@ class Watcher:
         run = runs[-1]
         hits = len(self.analyzer.matcher.hits.get(run.index, ()))
         if interesting:
+            phase = run.phase
             self._check_phases(run, events)
-        if interesting or hits != self._hits_seen.get(run.index):
+            if phase != self._last_phase.get(run.index):
+                self._last_phase[run.index] = phase
+                trigger = True
+        if trigger or hits != self._hits_seen.get(run.index):
             self._check_findings(run)
 
     def _check_phases(self, run: Run, events: list | None = None) -> None:
