@@ -30,6 +30,8 @@ _SYSLOG = re.compile(
     r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
     r" (\S+) ([\w./-]+)(?:\[(\d+)\])?: "
 )
+# kubectl logs --timestamps / docker logs -t: "2026-03-23T14:01:38.123456789Z " before each line
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) ")
 # SGLang: "[2026-03-23 14:01:38(.123)? DP1 TP3 EP3] msg"; short "[03-23 14:01:38 TP0] msg"; the
 # leading "[" may be lost when a paste is cut.
 _SGLANG = re.compile(
@@ -144,6 +146,10 @@ def split_prefixes(line: LogLine) -> None:
             host, prog, pid = m.group(1), m.group(2), m.group(3)
             line.wrapper = f"{host} {prog}[{pid}]" if pid else f"{host} {prog}"
             msg = msg[m.end() :]
+        elif not line.wrapper and len(msg) > 20 and msg[10] == "T":
+            m = _RFC3339.match(msg)
+            if m:  # the container runtime's own stamp: the line proper follows
+                msg = msg[m.end() :]
     if msg:
         c = msg[0]
         if c == "[" or c.isdigit():

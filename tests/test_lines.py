@@ -205,3 +205,14 @@ def test_decode_never_raises(data):
     assert isinstance(ll.text, str) and isinstance(ll.message, str)
     assert "\r" not in ll.text and "\x00" not in ll.text
     assert ll.message in ll.text or ll.message.strip() in ll.text
+
+
+def test_container_runtime_timestamps_are_stripped():
+    from logforensics.lines import decode
+    from logforensics.sources import RawLine
+
+    raw = b"2026-03-23T14:01:38.123456789Z [2026-03-23 14:01:38 TP1] Load weight begin. avail mem=1.00 GB"
+    line = decode(RawLine(1, 0, raw))
+    assert (line.ts, line.tag, line.message) == ("2026-03-23 14:01:38", "TP1", "Load weight begin. avail mem=1.00 GB")
+    tb = decode(RawLine(2, 0, b'2026-03-23T14:01:39.000000001Z   File "/x.py", line 3, in f'))
+    assert tb.message == '  File "/x.py", line 3, in f' and tb.ts is None
