@@ -96,16 +96,19 @@ class Hit:
 # — named conditions on a run's state —————————————————————————————————————————————
 
 
-def _died_after_weights(run: Run) -> list[Evidence] | None:
-    """Weights loaded (or later), no ready line, no traceback, and the log ends there.
-    The stale-log detector refines this with the process's real state."""
-    if run.ready or run.tracebacks or PHASE_RANK[run.phase] < PHASE_RANK["weights"]:
+def _killed_from_outside(run: Run) -> list[Evidence] | None:
+    """The shell reported the server "Killed" (SIGKILL) and SGLang had not failed first: no
+    traceback, no SIGQUIT from a child, no ``kill_process_tree`` of its own. After a failure
+    SGLang kills itself and the shell prints the same word, so that case is not this one."""
+    if run.tracebacks:
         return None
-    kinds = {e.kind for e in run.endings}
-    if not kinds & {"killed", "sigquit_child", "rank_dead", "rank_died", "exit_code",
-                    "subprocess_crashed"}:
-        return None
-    return [Evidence(e.number, e.line.text) for e in run.endings[:3]]
+    own = {"sigquit_child", "sigquit_running", "kill_process_tree", "rank_died", "rank_dead"}
+    for event in run.endings:
+        if event.kind in own:
+            return None
+        if event.kind == "killed":
+            return [Evidence(event.number, event.line.text)]
+    return None
 
 
 def _avail_mem_far_below_capacity(run: Run) -> list[Evidence] | None:
@@ -140,7 +143,7 @@ def _dp_encoder_with_dp_attention_stalled(run: Run) -> list[Evidence] | None:
 
 
 CONDITIONS: dict[str, Callable[[Run], list[Evidence] | None]] = {
-    "died_after_weights": _died_after_weights,
+    "killed_from_outside": _killed_from_outside,
     "avail_mem_far_below_capacity": _avail_mem_far_below_capacity,
     "dp_encoder_with_dp_attention_stalled": _dp_encoder_with_dp_attention_stalled,
 }

@@ -48,6 +48,11 @@ from rich.text import Text
 
 from . import staleness
 from .analysis import Analyzer, Options, run_facts
+
+try:  # the analysis' fast path for statistics lines (optional: watch works without it)
+    from .analysis import BulkStretch
+except ImportError:  # pragma: no cover
+    BulkStretch = None  # type: ignore[assignment,misc]
 from .catalog import Catalog, load_catalog
 from .findings import Evidence, Finding, Matcher, fill, rank
 from .follow import POLL_SECONDS, FollowItem, Tick, follow_file, follow_stream
@@ -123,6 +128,16 @@ class ProcessEnd:
     @property
     def abnormal(self) -> bool:
         return self.signal is not None or self.exit_code not in (0, None)
+
+    def how(self) -> str:
+        """``exited with code 1``, ``was killed by signal 9``, … (after "the process")."""
+        if self.source == "stream":
+            return "stopped writing (the input stream ended)"
+        if self.signal is not None:
+            return f"was killed by signal {self.signal}"
+        if self.exit_code is not None:
+            return f"exited with code {self.exit_code}"
+        return "ended"
 
     def describe(self) -> str:
         who = f"process {self.pid}" if self.pid else "the process"
@@ -606,11 +621,13 @@ class Watcher:
         self.problem_since: float | None = None
         self.process_end: ProcessEnd | None = None
         self._death_drained = False
+        self._death_reported = False
         self._next_poll = self.started
         self.finished = False
         self.eof = False
         self.live = False  # caught up with what the source held when the watch started
         self.synthetic: list[Finding] = []
+        self._bulk = BulkStretch() if BulkStretch is not None else None
 
     # — state ——————————————————————————————————————————————————————————————
 
@@ -659,6 +676,43 @@ class Watcher:
                 trigger = True
         if trigger or hits != self._hits_seen.get(run.index):
             self._check_findings(run)
+
+    def feed(self, raw: RawLine) -> None:
+        """One line. Statistics lines (batch stats, successful HTTP access lines — the bulk of
+        a serving log, never a finding) take the analysis' fast path while no traceback is
+        open: counted, and only each stretch's first and latest lines go through the full
+        pipeline, at the next other line or idle tick (as ``explain`` reads a file)."""
+        data = raw.data
+        bulk = self._bulk
+        analyzer = self.analyzer
+        if bulk is not None and raw.eol and not raw.truncated and (
+                not data or b"] Decode batch" in data or b"] Prefill batch" in data
+                or b'HTTP/1.1" 200' in data) and not analyzer.events.assembler.has_open:
+            bulk.add(raw.number, raw.offset, data)
+            analyzer.lines = raw.number
+            analyzer.bytes = raw.offset + len(data) + 1
+            return
+        if bulk is not None and bulk.count:
+            self._flush_bulk()
+        self._ingest(analyzer.feed(raw))
+
+    def _flush_bulk(self) -> None:
+        bulk = self._bulk
+        if bulk is None or not bulk.count:
+            return
+        analyzer = self.analyzer
+        keep = bulk.representatives()
+        lines, size = analyzer.lines, analyzer.bytes
+        events: list = []
+        for raw in keep:
+            events += analyzer.feed(raw)
+        analyzer.lines, analyzer.bytes = lines, size
+        run = analyzer.tracker.current
+        run.last_line = max(run.last_line, bulk.last_number)
+        run.batches += bulk.batches - sum(1 for r in keep if b" batch" in r.data)
+        run.requests += bulk.requests - sum(1 for r in keep if b"HTTP/" in r.data)
+        bulk.reset()
+        self._ingest(events)
 
     def _check_phases(self, run: Run, events: list | None = None) -> None:
         best = self._phase_rank.get(run.index, -1)
@@ -727,6 +781,7 @@ class Watcher:
         if self.finished:
             return
         self.finished = True
+        self._flush_bulk()
         self._pending_hits = []
         events = self.analyzer.finish()
         self._ingest(events)
@@ -736,6 +791,9 @@ class Watcher:
     def _death_findings(self) -> None:
         """The process ended before ready: the stale-log detector's finding for a followed
         file (``process_died_without_traceback``, ``log_empty``), else watch's own."""
+        if self._death_reported:
+            return
+        self._death_reported = True
         if self.path is not None:
             report = self.report(status=True)
             own = [f for f in report.findings if f.id in staleness.STATUS_IDS and f.is_problem]
@@ -748,17 +806,13 @@ class Watcher:
         self._synthesize_death()
 
     def _synthesize_death(self) -> Finding | None:
-        """A finding for a process that ended before ready with no problem finding."""
-        end = self.process_end
+        """A finding for a process (or input stream) that ended before ready with no problem
+        finding."""
+        end = self.process_end or (ProcessEnd(None, source="stream") if self.eof else None)
         run = self.run
-        if end is None or (run is not None and run.ready) or self.best_problem() is not None:
+        if end is None or gate_ready(run) or self.best_problem() is not None:
             return None
-        pid = end.pid
-        how = end.describe().replace(f"process {pid} ", "") if pid else end.describe()
-        if how.startswith("the process "):
-            how = how[len("the process "):]
-        if end.source == "stream":
-            how = "stopped writing (the input stream ended)"
+        pid, how = end.pid, end.how()
         ident = "log_empty" if self.analyzer.lines == 0 else "process_died_without_traceback"
         phase = run.phase if run is not None else "launch"
         values = {**(run_facts(run) if run is not None else {}), "how": how, "phase": phase,
@@ -801,7 +855,8 @@ class Watcher:
 
     def _outcome(self, reason: str, code: int | None = None, message: str = "",
                  **extra: Any) -> Outcome:
-        report = self.report(status=reason in ("exited", "eof", "interrupted"))
+        report = self.report(status=reason in ("exited", "eof", "interrupted")
+                             or (code is None and reason in ("timeout", "silence")))
         for f in report.findings:
             if (report.run is None or f.run in (0, report.run.index)) and f.id in staleness.STATUS_IDS:
                 self._report(f)
@@ -809,8 +864,6 @@ class Watcher:
         if code is None:
             code = report.exit_code
         verdict = report.verdict
-        if reason in ("timeout", "silence") and verdict == "failed":
-            verdict = "running"
         if reason == "failed":
             verdict, primary = "failed", self.best_problem() or primary
         return Outcome(reason, code, verdict, primary, self.run, self.process_end, message, extra)
@@ -841,7 +894,7 @@ class Watcher:
         o = self.options
         run = self.run
         until = o.until
-        ended = self.eof or (self.process_end is not None and self._death_drained)
+        died = self.process_end is not None and self._death_drained
         if until == "ready":
             if gate_ready(run):
                 line = run.phase_lines.get("ready") or run.phase_lines.get("serving")
@@ -852,7 +905,7 @@ class Watcher:
                     idle or now - self.problem_since >= SETTLE_SECONDS):
                 return self._stale_history() or self._outcome(
                     "failed", EXIT_FAILURE, f"{problem.id}: {problem.title}")
-            if ended:
+            if self.eof or died:
                 self._finish()
                 if gate_ready(self.run):
                     return self._outcome("ready", EXIT_OK, "the server is ready")
@@ -863,18 +916,21 @@ class Watcher:
                 if problem is not None:
                     msg += f": {problem.id}: {problem.title}"
                 return self._outcome("exited" if self.process_end else "eof", EXIT_FAILURE, msg)
-        elif ended:
+        elif self.eof or (died and until == "exit"):
             self._finish()
             if self.process_end is not None and (self.process_end.abnormal or not gate_ready(self.run)):
                 self._death_findings()
             what = self.process_end.describe() if self.process_end else "the input stream ended"
             return self._outcome("exited" if self.process_end else "eof", None, what)
+        elif died and not self._death_reported and not gate_ready(run):
+            self._death_findings()  # without --until: say so, and keep following (tail -F)
+        gate = until is not None
         if o.timeout is not None and now - self.started >= o.timeout:
-            return self._outcome("timeout", EXIT_INCONCLUSIVE,
+            return self._outcome("timeout", EXIT_INCONCLUSIVE if gate else None,
                                  self._where(f"no decision after {o.timeout:g} s", "still in"),
                                  waited=round(now - self.started, 3))
         if o.silence is not None and now - self.last_line_at >= o.silence:
-            return self._outcome("silence", EXIT_INCONCLUSIVE,
+            return self._outcome("silence", EXIT_INCONCLUSIVE if gate else None,
                                  self._where(f"no new line for {o.silence:g} s", "stalled in"),
                                  silent_for=round(now - self.last_line_at, 3))
         return None
@@ -902,7 +958,7 @@ class Watcher:
                 if isinstance(item, RawLine):
                     self.waiting = False
                     self.last_line_at = now
-                    self._ingest(self.analyzer.feed(item))
+                    self.feed(item)
                 else:
                     idle = self._on_tick(item, now)
                 self._poll_process(now)
@@ -946,6 +1002,7 @@ class Watcher:
             return False
         # idle: everything the source holds has been read
         self.live = True
+        self._flush_bulk()
         if self.process_end is not None:
             self._death_drained = True
         self._idle_flush(now)

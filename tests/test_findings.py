@@ -122,8 +122,8 @@ def test_unknown_placeholder_renders_as_name():
     assert findings(log_bytes("boom"), cause)[0].fix == "raise <nothing_known>"
 
 
-def test_condition_died_after_weights():
-    cond = {"id": "died", "match": [{"condition": "died_after_weights"}]}
+def test_condition_killed_from_outside():
+    cond = {"id": "died", "match": [{"condition": "killed_from_outside"}]}
     data = log_bytes(
         "[2026-03-23 14:00:05 TP0] Load weight begin. avail mem=78.50 GB",
         "Killed",
