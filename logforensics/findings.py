@@ -16,7 +16,7 @@ from typing import Any
 
 from .catalog import Catalog, MatchSpec, Pattern, safe_fullmatch, safe_search
 from .events import Event
-from .runs import PHASE_RANK, Run, phase_from_frames
+from .runs import Run, phase_from_frames
 from .tracebacks import ExceptionInfo, Traceback
 
 MIN_PARTIAL_CHARS = 16
