@@ -351,11 +351,18 @@ class Matcher:
                 continue
             values = {**facts, **hit.groups}
             phase = p.phase if p.phase != "any" else _phase_at(run, hit)
+            severity, explanation = p.severity, fill(p.explanation, values)
+            if p.id == "unclassified_exception" and hit.traceback is not None \
+                    and run.last_serving_line > hit.traceback.last_line:
+                # An unknown exception the server survived: a failed request, not a crash.
+                severity = "warning"
+                explanation += (f" The server kept serving after it (line {run.last_serving_line}), "
+                                "so it did not take the server down.")
             merged[key] = Finding(
-                id=p.id, title=fill(p.title, values), severity=p.severity,
+                id=p.id, title=fill(p.title, values), severity=severity,
                 confidence=hit.confidence, phase=phase, run=run.index,
                 evidence=sorted(hit.evidence, key=lambda e: e.line),
-                explanation=fill(p.explanation, values), fix=fill(p.fix, values),
+                explanation=explanation, fix=fill(p.fix, values),
                 priority=p.priority, streams=[hit.stream] if hit.stream else [],
                 traceback=hit.traceback,
             )

@@ -122,6 +122,7 @@ class Run:
     http_errors: int = 0
     tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     has_timestamps: bool = False
+    last_serving_line: int = 0  # last batch or successful request: the server was alive there
     startup_seen: set = field(default_factory=set)  # (kind, stream) of startup lines seen
 
     @property
@@ -243,6 +244,7 @@ class RunTracker:
         if kind == "line":
             return
         if kind in ("prefill_batch", "decode_batch"):
+            run.last_serving_line = event.number
             run.batches += 1
             if kind == "prefill_batch":
                 run.last_prefill = f
@@ -250,6 +252,8 @@ class RunTracker:
                 run.last_decode = f
             return
         if kind == "access_log":
+            if f.get("status", 200) < 500:
+                run.last_serving_line = event.number
             run.requests += 1
             if f.get("status", 200) >= 500:
                 run.http_errors += 1

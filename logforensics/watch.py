@@ -33,7 +33,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -653,6 +655,9 @@ class Watcher:
                 interesting = True
                 if kind in _FINDING_TRIGGERS:
                     trigger = True
+        if self._pending_hits and (not self.analyzer.events.assembler.has_open
+                                   or any(e.kind == "traceback" for e in events)):
+            self._pending_hits = []  # the snapshot's traceback completed: its real hits count now
         runs = self.analyzer.runs
         if not runs:
             return
@@ -971,7 +976,7 @@ class Watcher:
                 outcome = self._decide(time.monotonic(), True)
         except KeyboardInterrupt:
             self._finish()
-            outcome = self._outcome("interrupted", None, "stopped by Ctrl-C")
+            outcome = self._outcome("interrupted", None, "stopped (Ctrl-C)")
         finally:
             close = getattr(iterator, "close", None)
             if close is not None:
@@ -1053,6 +1058,10 @@ def make_renderer(options: WatchOptions, out: TextIO | None = None,
     raise ValueError(f"unknown watch mode {mode!r}")
 
 
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def _silence_stdout() -> None:
     """After ``| head`` closed the pipe: make later writes and the final flush quiet."""
     try:
@@ -1092,6 +1101,9 @@ def watch(source: str = "-", options: WatchOptions | None = None, *,
             not options.use_sidecar or read_sidecar(source) is None):
         renderer.notice("note", "no `logx run` sidecar and no --pid: --until exit cannot see the "
                                 "process end; it stops at Ctrl-C or --timeout")
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminate)  # `timeout`, kill: end like Ctrl-C
     try:
         return watcher.execute()
     except BrokenPipeError:
@@ -1099,6 +1111,8 @@ def watch(source: str = "-", options: WatchOptions | None = None, *,
             _silence_stdout()
         return EXIT_OK
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         if isinstance(renderer, LiveRenderer):
             renderer.stop()
         close = getattr(items, "close", None)

@@ -130,3 +130,21 @@ def test_condition_killed_from_outside():
     )
     found = findings(data, cond)
     assert found[0].id == "died" and found[0].evidence[0].text == "Killed"
+
+
+def test_unknown_exception_the_server_survived_is_a_warning():
+    data = log_bytes(
+        "[2026-03-23 14:00:50] The server is fired up and ready to roll!",
+        "[2026-03-23 14:01:00] ERROR:    Exception in ASGI application",
+        "Traceback (most recent call last):",
+        '  File "/x/site-packages/uvicorn/protocols/http/httptools_impl.py", line 409, in run_asgi',
+        "    result = await app(self.scope, self.receive, self.send)",
+        "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 0: invalid start byte",
+        "[2026-03-23 14:01:02 TP0] Decode batch, #running-req: 7, #token: 40, token usage: 0.12, cuda graph: True, "
+        "gen throughput (token/s): 80.79, #queue-req: 2",
+    )
+    report = explain(data, catalog=make_catalog(SIGQUIT))
+    assert report.findings[0].id == "unclassified_exception"
+    assert report.findings[0].severity == "warning"
+    assert "kept serving" in report.findings[0].explanation
+    assert report.verdict == "ready" and report.exit_code == 0

@@ -24,12 +24,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from logforensics.analysis import explain
 from logforensics.catalog import load_catalog
 from logforensics.follow import IDLE
 from logforensics.sources import RawLine
-from logforensics.watch import JsonRenderer, Watcher, WatchOptions
+from logforensics.watch import JsonRenderer, LiveRenderer, Watcher, WatchOptions
 
 REPO = Path(__file__).resolve().parent.parent
 LOGX = [sys.executable, "-m", "logforensics", "watch"]
@@ -453,6 +454,39 @@ def test_process_dying_without_a_word_is_noticed(tmp_path, procs):
     assert objs[-1]["reason"] == "exited" and objs[-1]["phase"] == "weights"
 
 
+def test_without_until_a_death_is_reported_and_following_goes_on(tmp_path, procs):
+    log = tmp_path / "server.log"
+    go = tmp_path / "go"
+    server = procs.writer(log, [["wait", str(go)]] + lines_steps(fresh(HEALTHY[:6])) + [["exit", 0]])
+    sidecar(log, server.pid)
+    p = procs.follow(log, "--json")
+    go.write_text("")
+    reader = LineReader(p.stdout)
+    assert reader.wait_for("process_died_without_traceback") is not None
+    time.sleep(0.3)
+    assert p.poll() is None  # tail -F: a restarted server may write to the same log
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=4)
+    objs = [json.loads(t) for t in reader.join()]
+    assert p.returncode == 1  # explain's code for what it saw: the process died
+    assert objs[-1]["reason"] == "interrupted" and objs[-1]["verdict"] == "failed"
+
+
+def test_sidecar_offset_skips_the_previous_appended_run(tmp_path, procs):
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(HEALTHY) + "\n")  # `logx run --append`: the previous run is above
+    go = tmp_path / "go"
+    server = procs.writer(log, [["wait", str(go)]] + lines_steps(fresh(SEED), 0.01) + [["sleep", 30]])
+    sidecar(log, server.pid, log_offset=log.stat().st_size)
+    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "5")
+    go.write_text("")
+    code, out, _ = run_logx(p, timeout=8)
+    assert code == 1
+    objs = jsonl(out)
+    assert objs[0] == {**objs[0], "type": "phase", "phase": "args", "line": len(HEALTHY) + 1}
+    assert_seed_finding([o for o in objs if o["type"] == "finding"])
+
+
 def test_until_exit_with_a_finished_sidecar(tmp_path, procs):
     log = tmp_path / "server.log"
     log.write_text("\n".join(fresh(SEED)) + "\n")
@@ -520,13 +554,14 @@ def test_from_end_ignores_an_earlier_ready_run(tmp_path, procs):
 # — Ctrl-C, closed pipes, usage —————————————————————————————————————————————————————
 
 
-def test_ctrl_c_ends_cleanly_with_a_summary(tmp_path, procs):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_ends_cleanly_with_a_summary(tmp_path, procs, sig):
     log = tmp_path / "server.log"
     p = procs.follow(log, "--plain")
     procs.writer(log, lines_steps(HEALTHY[:5]) + [["sleep", 30]])
     reader = LineReader(p.stdout)
     assert reader.wait_for("phase weights") is not None
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     p.wait(timeout=4)
     out = "\n".join(reader.join())
     assert p.returncode == 0  # explain's code for what it saw: no failure
@@ -602,3 +637,24 @@ def test_live_view_in_a_pty(tmp_path, procs):
     assert "Fix:" in screen
     assert "kv_cache_no_room_mem_fraction" in screen or "unclassified_exception" in screen
     assert "FAILED" in screen
+
+
+def test_live_view_memory_and_serving_figures():
+    """The live view's content, rendered without a terminal: memory as it appears (Mamba
+    included) and serving stats from the last decode batch."""
+    mamba = (f"{ts(10)} Mamba Cache is allocated. max_mamba_cache_size: 773, conv_state size: 0.32GB, "
+             "ssm_state size: 13.61GB ")
+    decode = (f"{ts(30)} Decode batch. #running-req: 12, #token: 4000, token usage: 0.01, cuda graph: True, "
+              "gen throughput (token/s): 1234.56, #queue-req: 3")
+    lines = HEALTHY[:5] + [mamba] + HEALTHY[5:] + [decode]
+    console = Console(file=io.StringIO(), width=150, force_terminal=False, color_system=None)
+    renderer = LiveRenderer(console)
+    watcher = Watcher([RawLine(i + 1, 0, t.encode()) for i, t in enumerate(lines)], renderer, WatchOptions())
+    assert watcher.execute() == 0
+    console.print(renderer.view(watcher))
+    text = console.file.getvalue()
+    for needle in ("args ✓", "weights ✓", "KV cache ✓", "CUDA graphs ✓", "ready ✓", "serving ●",
+                   "free at start: 78.50 GB", "weights: 15.30 GB", "KV cache: 412000 tokens, K 28.00 GB + V 28.00 GB",
+                   "mamba cache: conv 0.32 GB, ssm 13.61 GB", "after pools: avail 6.90 GB",
+                   "running 12 req", "queue 3", "token usage 0.01", "gen 1234.56 tok/s", "No findings yet."):
+        assert needle in text, (needle, text)
