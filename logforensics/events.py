@@ -72,7 +72,8 @@ def _groups(m: re.Match[str], _msg: str) -> dict[str, Any]:
     return {k: convert(v) for k, v in m.groupdict().items() if v is not None}
 
 
-_KV_PAIR = re.compile(r"(#?[a-z_][\w -]*?)(?:=|: )(-?[\d.]+|True|False|None)\b")
+# "#running-req: 7", "token usage: 0.12", "gen throughput (token/s): 80.79" -> gen_throughput
+_KV_PAIR = re.compile(r"(#?[a-z_][\w -]*?)(?: \(token/s\))?(?:=|: )(-?[\d.]+|True|False|None)\b")
 
 
 def _pairs(m: re.Match[str], msg: str) -> dict[str, Any]:

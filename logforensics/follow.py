@@ -17,7 +17,8 @@ threads and without a busy loop:
   starts at the next line boundary; line numbers still count the skipped lines);
 * a file that does not exist yet is waited for (``Tick("waiting")`` every poll);
 * **truncation** (``copytruncate``: the file shrinks below the read position) restarts at
-  offset 0 of the same file (``Tick("truncated")``);
+  offset 0 of the same file (``Tick("truncated")``); as with ``tail -F``, a file truncated and
+  rewritten past the read position within one poll interval cannot be told apart by its size;
 * **rotation** (the path now names another inode: ``mv log log.1`` and a new ``log``) drains
   what is left in the old file, then opens the new one from its start (``Tick("rotated")``);
   while the path is missing (renamed, not yet recreated) the old file keeps being read.

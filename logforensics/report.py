@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .findings import Finding
+from .memory import build_ledger
 from .runs import PHASES, Run
 
 SCHEMA = "logx.report/1"
@@ -113,6 +114,7 @@ def run_json(run: Run) -> dict[str, Any]:
                      for e in run.endings[:10]],
         "serving": serving_json(run),
         "args": run.key_args(),
+        "memory": build_ledger(run).to_json(),
     }
 
 
@@ -128,7 +130,7 @@ def serving_json(run: Run) -> dict[str, Any] | None:
         "running_req": decode.get("running_req", prefill.get("running_req")),
         "queue_req": decode.get("queue_req", prefill.get("queue_req")),
         "token_usage": decode.get("token_usage", decode.get("full_token_usage")),
-        "gen_throughput": decode.get("gen_throughput_(token/s)") or decode.get("gen_throughput"),
+        "gen_throughput": decode.get("gen_throughput"),
     }
 
 
@@ -186,6 +188,9 @@ def _sections(report: Report, verbose: bool) -> list:
         out.extend(_finding_panel(i, f) for i, f in enumerate(report.findings, 1))  # e.g. log_empty
         return out
     out.append(_run_summary(run, report))
+    ledger = build_ledger(run)
+    if ledger.status == "touched":  # the memory ledger: where each rank's GPU memory went
+        out.append(ledger)
     if report.memory_untouched:
         out.append(Text(
             "GPU memory was never touched: the run stopped in the "

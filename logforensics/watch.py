@@ -73,7 +73,6 @@ PHASE_LABELS = {
 UNTIL = ("ready", "exit")
 SETTLE_SECONDS = 0.3  # a problem seen while lines still pour in is decided at most this late
 SIDECAR_MTIME_SLACK = 2.0  # a log written this long after the sidecar's ended_at: new writer
-_SEVERITY_WORD = {"fatal": "FATAL", "error": "ERROR", "warning": "WARN", "info": "INFO"}
 _STYLE = {"fatal": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
 
 # Built-in texts for the two findings only watch can see (a pattern with the same id in the
@@ -290,7 +289,7 @@ class PlainRenderer(Renderer):
     """One plain line per phase change, finding, process end and source event::
 
         14:01:38 phase args (line 1)
-        14:01:40 FATAL spec_decode_radix_mamba_no_buffer: <title> (line 11) — fix: <fix>
+        14:01:40 FATAL spec_decode_radix_mamba_no_buffer: <title> — fix: <fix>
     """
 
     def __init__(self, out: TextIO | None = None, verbose: bool = False):
@@ -307,15 +306,14 @@ class PlainRenderer(Renderer):
     def finding(self, f: Finding, ts: str | None) -> None:
         if f.severity == "info" and not self.verbose:
             return
-        where = f" (line {f.evidence[0].line})" if f.evidence else ""
-        self.w.write(f"{clock(ts)} {_SEVERITY_WORD.get(f.severity, f.severity.upper())} {f.id}: "
-                     f"{one_line(f.title)}{where} — fix: {one_line(f.fix)}")
+        self.w.write(f"{clock(ts)} {f.severity.upper()} {f.id}: {one_line(f.title)} — fix: "
+                     f"{one_line(f.fix)}")
 
     def notice(self, kind: str, text: str, ts: str | None = None) -> None:
         self.w.write(f"{clock(ts)} {kind} {text}")
 
     def process(self, end: ProcessEnd, ts: str | None) -> None:
-        self.w.write(f"{clock(None)} process {end.describe()}")
+        self.w.write(f"{clock(None)} process {end.pid or '?'} {end.how()}")
 
     def end(self, o: Outcome, watcher: Watcher) -> None:
         head = f"{clock(None)} end {o.reason.upper()}: verdict {o.verdict}, exit {o.exit_code}"
@@ -459,7 +457,7 @@ class LiveRenderer(Renderer):
         self.refresh(watcher, force=True)
 
     def _touch(self) -> None:
-        self._dirty = True
+        self._dirty = True  # shown at the next refresh, without waiting for the rate limit
 
     def phase(self, run: Run, phase: str, line: int, ts: str | None) -> None:
         self._touch()
@@ -483,7 +481,7 @@ class LiveRenderer(Renderer):
         if self.live is None:
             return
         now = time.monotonic()
-        if not force and now - self._last < self.refresh_every:
+        if not (force or self._dirty) and now - self._last < self.refresh_every:
             return
         self._last = now
         self._dirty = False

@@ -374,24 +374,26 @@ def test_file_appearing_late_is_followed(tmp_path, procs):
 
 def test_crash_mid_traceback_reported_after_idle_flush_once(tmp_path, procs):
     log = tmp_path / "server.log"
-    p = procs.follow(log, "--json", "--silence", "1.2")
+    p = procs.follow(log, "--json")
     writer = procs.writer(log, lines_steps(HEALTHY[:4], 0.02) + lines_steps(BOOM, 0.02)
-                          + [["sleep", 0.9], ["w", f"{ts(22)} Received sigquit from a child process\n"],
-                             ["sleep", 0.3]])
+                          + [["sleep", 1.2], ["w", f"{ts(22)} Received sigquit from a child process\n"]])
     reader = LineReader(p.stdout)
-    assert reader.wait_for("watchtest boom") is not None
     seen_at = reader.wait_for("watchtest boom")
-    p.wait(timeout=6)
+    assert seen_at is not None
+    writer.wait(timeout=4)
+    time.sleep(0.3)  # let watch read the line that completes the traceback
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=4)
     objs = [json.loads(t) for t in reader.join()]
-    written = dict(write_times(writer))
-    sigquit_at = next(t for text, t in written.items() if "sigquit" in text or text.startswith(ts(22)[:20]))
-    boom_at = next(t for text, t in written.items() if text.startswith("RuntimeError: watch"))
-    assert boom_at < seen_at < sigquit_at  # reported before the line that completes it
-    assert 0.4 < seen_at - boom_at < 0.9  # … by the idle flush (0.5 s)
+    written = write_times(writer)
+    sigquit_at = next(t for text, t in written if text.startswith(ts(22)[:20]))
+    boom_at = next(t for text, t in written if text.startswith("RuntimeError: watch"))
+    assert boom_at + 0.4 < seen_at < sigquit_at  # by the idle flush, before the line completing it
     booms = [o for o in objs if o["type"] == "finding" and "watchtest boom" in json.dumps(o)]
     assert len(booms) == 1  # not again when the traceback completed
     assert booms[0]["severity"] in ("fatal", "error")
     assert booms[0]["exception"]["type"] == "RuntimeError"
+    assert objs[-1]["type"] == "end" and objs[-1]["exit_code"] == 1
 
 
 def test_idle_flush_and_dedupe_in_the_library():
