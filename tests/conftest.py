@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,16 @@ def make_catalog(*tables: dict) -> Catalog:
                 "explanation": "because", "fix": "change it", **table}
         patterns.append(build_pattern(full, "<test>", i))
     return Catalog(patterns)
+
+
+def wait_for(pred, timeout: float = 4.0, interval: float = 0.01):
+    """Poll ``pred`` until it returns something truthy or ``timeout`` passes; return its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
 
 
 def log_bytes(*lines: str, newline_at_end: bool = True) -> bytes:

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 from typer.testing import CliRunner
 
 from logforensics.cli import app
@@ -49,13 +50,6 @@ STARTED = "[{ts}] INFO:     Started server process [{pid}]"
 READY = "[{ts}] The server is fired up and ready to roll!"
 
 
-def wait_for(pred, timeout: float = 3.0, interval: float = 0.01):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
 
 
 def alive(pid: int | None) -> bool:
@@ -125,8 +119,9 @@ def test_explain_leads_with_staleness(old_log):
 
 
 def test_explain_status_is_status(old_log):
-    a = invoke("explain", "--status", "--json", "--since", "10m", old_log)
-    b = invoke("status", "--json", "--since", "10m", old_log)
+    since = (datetime.now() - timedelta(minutes=10)).isoformat(timespec="seconds")  # one instant for both
+    a = invoke("explain", "--status", "--json", "--since", since, old_log)
+    b = invoke("status", "--json", "--since", since, old_log)
     assert a.exit_code == b.exit_code == 3
     da, db = json.loads(a.output), json.loads(b.output)
     for d in (da, db):

@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 
 from logforensics.launcher import (
     SCHEMA,
@@ -31,13 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 
 
-def wait_for(pred, timeout: float = 4.0, interval: float = 0.01):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
 
 
 def wait_finished(log: Path, timeout: float = 4.0) -> Sidecar:

@@ -5,24 +5,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import wait_for
 
 from logforensics.procinfo import ProcessInfo, find_processes, process_info
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
 
 
-def wait_for(pred, timeout: float = 3.0, interval: float = 0.01):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 
 from logforensics.analysis import Analyzer, Options, explain
 from logforensics.launcher import launch, read_sidecar
@@ -58,13 +59,6 @@ TRACEBACK = ["Traceback (most recent call last):",
              "RuntimeError: something unusual broke here"]
 
 
-def wait_for(pred, timeout: float = 3.0, interval: float = 0.01):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
 
 
 def alive(pid: int) -> bool:
