@@ -10,16 +10,20 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 from . import staleness
 from .catalog import Catalog, load_catalog
 from .events import Event
 from .findings import Finding, Matcher, rank
+from .lines import decode
+from .memory import memory_facts
 from .pipeline import EventStream, Source
 from .report import Report
 from .runs import PHASE_RANK, Run, RunTracker
 from .sources import RawLine, SourceError, SpecialLine, check_readable, iter_blocks, read_chunks
+from .tracebacks import TracebackAssembler
 
 MAMBA_FLAG_OLD = "--mamba-scheduler-strategy"
 MAMBA_FLAG_NEW = "--mamba-radix-cache-strategy"
@@ -86,44 +90,166 @@ def run_facts(run: Run) -> dict[str, Any]:
         "mamba_strategy_flag": mamba_strategy_flag(run),
         "cuda_graph_max_bs_flag": cuda_graph_max_bs_flag(run),
     })
+    # the memory ledger's numbers and arithmetic ({kv_room_arithmetic}, {oom_requested_gib}, …)
+    facts.update({k: v for k, v in memory_facts(run, facts).items() if k not in facts})
     return facts
+
+
+# fast-path line categories (``Analyzer.consume``); OTHER takes the full path
+OTHER, DECODE, PREFILL, ACCESS, BLANK = 0, 1, 2, 3, 5
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_ZEROS = repeat(OTHER)
+_OK_END = b'" 200 OK\n'
+TEMPLATE_MAX_BYTES = 1024  # longer lines are never statistics lines: full path, not learned
+TEMPLATE_MAX_COUNT = 20_000  # bound on the learned templates (memory stays flat)
+
+
+def template_category(tokenizer, data: bytes) -> tuple[int, int]:
+    """What the full path makes of ``data`` alone (no traceback open): ``(category, status)``.
+    A fast-path category only for a line that becomes exactly one batch or access event and
+    leaves no traceback open."""
+    line = decode(RawLine(1, 0, data))
+    event = tokenizer.tokenize(line)
+    assembler = TracebackAssembler()
+    consumed, done = assembler.feed(line, event)
+    if consumed or done or assembler.has_open:
+        return OTHER, 0
+    kind = event.kind
+    if kind == "decode_batch":
+        return DECODE, 0
+    if kind == "prefill_batch":
+        return PREFILL, 0
+    if kind == "access_log":
+        status = event.fields.get("status")
+        return ACCESS, status if isinstance(status, int) else 0
+    return OTHER, 0
+
+
+def learn_template(tokenizer, data: bytes, template: bytes) -> int:
+    """The fast-path category of every line whose digits-as-zeros form is ``template``.
+
+    The full path treats every digit alike (``\\d``, never a literal digit: the rules' regexes
+    are checked for that in the tests), so a line and its template get the same event kind.
+    Both are run through the full path and must agree. An access line's template must end in
+    ``HTTP/x.x" 000 OK`` with one ``HTTP/`` in it, so that its status is the one at its end:
+    ``consume`` then checks, by counting ``" 200 OK\\n`` at C speed, that every access line of
+    a stretch is a 200 (other statuses take the full path)."""
+    if len(data) > TEMPLATE_MAX_BYTES:
+        return OTHER
+    cat, _ = template_category(tokenizer, template)
+    if cat == OTHER or template_category(tokenizer, data)[0] != cat:
+        return OTHER
+    ok_end = template.endswith(b'" 000 OK')
+    if cat == ACCESS:
+        return ACCESS if ok_end and template.count(b"HTTP/") == 1 else OTHER
+    return OTHER if ok_end else cat
+
+
+def _demote_non_200(block: bytes, tl: list, cats: list, a: int, b: int, pos: int) -> None:
+    """Send the access lines of lines ``a``..``b-1`` that are not a 200 down the full path."""
+    for j in range(a, b):
+        size = len(tl[j])
+        if cats[j] == ACCESS and not block.startswith(_OK_END, pos + size - len(_OK_END) + 1):
+            cats[j] = OTHER
+        pos += size + 1
 
 
 class BulkStretch:
     """A stretch of statistics lines seen on the fast path: counts, and the lines that
-    represent it (its first line, the last prefill, decode and access lines)."""
+    represent it (its first line, the first and last prefill and decode lines, the last
+    access line). Items are ``(number, offset, data, category)``."""
 
-    __slots__ = ("count", "batches", "requests", "first", "last_prefill", "last_decode",
-                 "last_access", "last_number")
+    __slots__ = ("count", "batches", "requests", "first", "first_prefill", "last_prefill",
+                 "first_decode", "last_decode", "last_access", "last_number")
 
     def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
         self.count = self.batches = self.requests = self.last_number = 0
-        self.first = self.last_prefill = self.last_decode = self.last_access = None
+        self.first = self.first_prefill = self.last_prefill = None
+        self.first_decode = self.last_decode = self.last_access = None
 
     def add(self, number: int, offset: int, data: bytes) -> None:
+        """One line (``logx watch``'s per-line fast path: a byte test decides)."""
         self.count += 1
         self.last_number = number
         if not data:  # a blank line only extends the run
             return
-        item = (number, offset, data)
+        if b"] Decode batch" in data:
+            cat = DECODE
+        elif b"] Prefill batch" in data:
+            cat = PREFILL
+        else:
+            cat = ACCESS
+        item = (number, offset, data, cat)
         if self.first is None:
             self.first = item
-        if b"] Decode batch" in data:
+        if cat == DECODE:
             self.batches += 1
             self.last_decode = item
-        elif b"] Prefill batch" in data:
+            if self.first_decode is None:
+                self.first_decode = item
+        elif cat == PREFILL:
             self.batches += 1
             self.last_prefill = item
+            if self.first_prefill is None:
+                self.first_prefill = item
         else:
             self.requests += 1
             self.last_access = item
 
+    def add_segment(self, block: bytes, tl: list, cats: list, a: int, b: int, start: int, end: int,
+                    number: int, offset: int) -> bool:
+        """Lines ``a``..``b-1`` of ``block`` (bytes ``start``..``end``), all of a fast-path
+        category; ``tl`` holds their templates (same lengths as the lines). ``number`` and
+        ``offset`` are those of the block's line 0. Returns False, changing nothing, when an
+        access line among them is not a 200 (the caller then sends it down the full path)."""
+        seg = cats[a:b]
+        n_access = seg.count(ACCESS)
+        if n_access and block.count(_OK_END, start, end) != n_access:
+            return False
+        n_decode, n_prefill = seg.count(DECODE), seg.count(PREFILL)
+        self.count += b - a
+        self.last_number = number + b
+        if not (n_decode or n_prefill or n_access):
+            return True  # blank lines only
+        self.batches += n_decode + n_prefill
+        self.requests += n_access
+
+        def item(k: int, cat: int) -> tuple:
+            j = a + k
+            size = len(tl[j])
+            # from the nearer end of the segment: firsts sit near its start, lasts near its end
+            near_start = k < (b - a) // 2
+            pos = start + sum(map(len, tl[a:j])) + k if near_start else end - sum(map(len, tl[j:b])) - (b - j)
+            return (number + j + 1, offset + pos, block[pos : pos + size], cat)
+
+        rev = seg[::-1]
+        last = len(seg) - 1
+        if self.first is None:
+            k = min(seg.index(c) for c, n in ((DECODE, n_decode), (PREFILL, n_prefill),
+                                                (ACCESS, n_access)) if n)
+            self.first = item(k, seg[k])
+        if n_decode:
+            if self.first_decode is None:
+                self.first_decode = item(seg.index(DECODE), DECODE)
+            self.last_decode = item(last - rev.index(DECODE), DECODE)
+        if n_prefill:
+            if self.first_prefill is None:
+                self.first_prefill = item(seg.index(PREFILL), PREFILL)
+            self.last_prefill = item(last - rev.index(PREFILL), PREFILL)
+        if n_access:
+            self.last_access = item(last - rev.index(ACCESS), ACCESS)
+        return True
+
+    def _items(self) -> list[tuple]:
+        items = {i for i in (self.first, self.first_prefill, self.last_prefill, self.first_decode,
+                             self.last_decode, self.last_access) if i}
+        return sorted(items)
+
     def representatives(self) -> list[RawLine]:
-        items = {i for i in (self.first, self.last_prefill, self.last_decode, self.last_access) if i}
-        return [RawLine(n, o, d) for n, o, d in sorted(items)]
+        return [RawLine(n, o, d) for n, o, d, _ in self._items()]
 
 
 @dataclass
@@ -148,6 +274,7 @@ class Analyzer:
         self.lines = 0
         self.bytes = 0
         self._bulk = BulkStretch()
+        self._templates: dict[bytes, int] = {b"": BLANK}  # fast path: template -> category
         # stale-log detector: the run of interest starts at this byte (a sidecar's log_offset)
         self.start_offset: int | None = None
         self.start_line: int | None = None
@@ -172,49 +299,90 @@ class Analyzer:
         """Read a whole input (an iterable of byte chunks) on the fast path.
 
         Most of a serving log is statistics: batch lines and successful HTTP access lines.
-        While no traceback is open, such a line is only counted (a cheap byte test, no
-        decoding, no regex); the first and last of each stretch go through the full pipeline,
-        so phases, timestamps and the latest figures stay exact. Every other line takes the
-        full path, exactly as ``feed`` would."""
+        While no traceback is open, such a line is only counted; the first and last lines of
+        each stretch (and the first and last of each kind) go through the full pipeline, so
+        phases, timestamps and the latest figures stay exact. Every other line takes the full
+        path, exactly as ``feed`` would.
+
+        A line is recognised by its *template*: its bytes with every digit made ``0``. Each
+        new template is run once through the full path (``learn_template``); after that, a
+        block of lines is classified at C speed (``bytes.translate``, ``split``, a dict lookup
+        per line through ``map``, ``list.count``), with no per-line Python code for the lines
+        that are only counted."""
         number, offset = self.lines, self.bytes
+        bulk = self._bulk
+        assembler = self.events.assembler
+        tokenizer = self.events.tokenizer
+        known = self._templates
+        get = known.get
         for block in iter_blocks(chunks):
             if isinstance(block, SpecialLine):
                 number += 1
-                if self._bulk.count:
+                if bulk.count:
                     self._flush_bulk()
                 self.feed(RawLine(number, offset, block.data, block.truncated, block.eol))
                 offset += block.size
                 continue
-            lines = block.split(b"\n")
-            lines.pop()
-            assembler = self.events.assembler
-            bulk = self._bulk
-            for data in lines:
-                number += 1
-                if not assembler.has_open and (
-                    not data or (b"] Decode batch" in data or b"] Prefill batch" in data
-                                 or b'HTTP/1.1" 200' in data)):
-                    bulk.add(number, offset, data)
-                else:
-                    if bulk.count:
-                        self._flush_bulk()
-                    self.feed(RawLine(number, offset, data))
-                offset += len(data) + 1
+            tl = block.translate(_DIGITS).split(b"\n")
+            tl.pop()
+            cats = list(map(get, tl, _ZEROS))
+            n = len(cats)
+            i = pos = 0
+            while i < n:
+                if not assembler.has_open:
+                    try:
+                        j = cats.index(OTHER, i)
+                    except ValueError:
+                        j = n
+                    if j > i:
+                        end = len(block) if j == n else pos + sum(map(len, tl[i:j])) + (j - i)
+                        if not bulk.add_segment(block, tl, cats, i, j, pos, end, number, offset):
+                            _demote_non_200(block, tl, cats, i, j, pos)
+                            continue
+                        i, pos = j, end
+                        if i == n:
+                            break
+                    t = tl[i]
+                    if len(t) <= TEMPLATE_MAX_BYTES and t not in known and self._room_for_template():
+                        cat = known[t] = learn_template(tokenizer, block[pos : pos + len(t)], t)
+                        if cat:
+                            cats[i] = cat
+                            continue
+                size = len(tl[i])
+                if bulk.count:
+                    self._flush_bulk()
+                self.feed(RawLine(number + i + 1, offset + pos, block[pos : pos + size]))
+                i += 1
+                pos += size + 1
+            number += n
+            offset += len(block)
         self.lines, self.bytes = number, offset
+
+    def _room_for_template(self) -> bool:
+        """Whether another template may be learned; when the table is full, the templates of
+        full-path lines are forgotten first (statistics templates are the ones that pay)."""
+        known = self._templates
+        if len(known) < TEMPLATE_MAX_COUNT:
+            return True
+        kept = {t: c for t, c in known.items() if c != OTHER}
+        known.clear()
+        known.update(kept)
+        return len(known) < TEMPLATE_MAX_COUNT // 2
 
     def _flush_bulk(self) -> None:
         """Feed a stretch of statistics lines' representatives and count the rest."""
         bulk = self._bulk
-        keep = bulk.representatives()
+        items = bulk._items()
         lines, size = self.lines, self.bytes
-        for raw in keep:
-            self.feed(raw)
+        for number, offset, data, _ in items:
+            self.feed(RawLine(number, offset, data))
         self.lines, self.bytes = lines, size
         run = self.tracker.current
         run.last_line = max(run.last_line, bulk.last_number)
-        run.batches += bulk.batches - sum(1 for r in keep if b" batch" in r.data)
-        run.requests += bulk.requests - sum(1 for r in keep if b"HTTP/" in r.data)
+        run.batches += bulk.batches - sum(1 for item in items if item[3] in (DECODE, PREFILL))
+        run.requests += bulk.requests - sum(1 for item in items if item[3] == ACCESS)
         bulk.reset()
+
 
     def finish(self) -> list[Event]:
         if self._bulk.count:

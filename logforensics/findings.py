@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import memory as _memory
 from .catalog import Catalog, MatchSpec, Pattern, safe_fullmatch, safe_search
 from .events import Event
 from .runs import Run, phase_from_frames
@@ -23,7 +24,9 @@ MIN_PARTIAL_CHARS = 16
 MAX_EVIDENCE = 8
 SEVERITY_RANK = {"fatal": 0, "error": 0, "warning": 1, "info": 2}
 # Stats lines are the bulk of a serving log and carry no failure text.
-_SKIP_LINE_KINDS = frozenset({"prefill_batch", "decode_batch"})
+# Request logs (--log-requests: "Receive: obj=…") are user content: a prompt quoting an error
+# is not a failure of the server.
+_SKIP_LINE_KINDS = frozenset({"prefill_batch", "decode_batch", "request_log"})
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
 
 
@@ -149,7 +152,90 @@ CONDITIONS: dict[str, Callable[[Run], list[Evidence] | None]] = {
 }
 
 
+def _memory_condition(check: Callable[[Run], list[tuple[int, str]] | None]):
+    def condition(run: Run) -> list[Evidence] | None:
+        found = check(run)
+        return [Evidence(n, text) for n, text in found] if found else None
+
+    condition.__doc__ = check.__doc__
+    return condition
+
+
+# Conditions on the numbers of the memory ledger and torch's OOM message (memory.py documents each).
+CONDITIONS.update({name: _memory_condition(check) for name, check in _memory.CONDITIONS.items()})
+
+
 # — matching ————————————————————————————————————————————————————————————————
+
+
+# — the line prefilter: literals a match must contain ————————————————————————————————
+MIN_LITERAL = 3  # shorter required literals are too common to reject anything
+
+
+def required_literals(rx) -> tuple[tuple[str, ...], bool] | None:
+    """``(literals, casefold)``: every match of the compiled ``rx`` contains one of
+    ``literals`` (case-folded when ``casefold``). ``None`` when no such set is known.
+
+    Read from the pattern's syntax tree (the standard library's parser: the catalog's
+    patterns use the syntax common to ``re`` and ``regex``; anything else gives ``None``, so
+    the pattern is always searched). A sequence requires the best literal of its items, a
+    branch one literal of each alternative; optional parts and classes require nothing."""
+    import warnings
+    from re import _constants as C  # noqa: N812
+    from re import _parser
+
+    source = rx.pattern
+    if not isinstance(source, str) or "[[" in source or "(?V1" in source:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = _parser.parse(source)
+    except Exception:  # noqa: BLE001 - regex-only syntax: no prefilter for it
+        return None
+    repeats = tuple(getattr(C, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(C, n))
+
+    def seq(items) -> list[str] | None:
+        options: list[list[str]] = []
+        run: list[str] = []
+        for op, av in items:
+            if op is C.LITERAL:
+                run.append(chr(av))
+                continue
+            if run:
+                options.append(["".join(run)])
+                run = []
+            need = item(op, av)
+            if need:
+                options.append(need)
+        if run:
+            options.append(["".join(run)])
+        return max(options, key=lambda o: min(map(len, o)), default=None)
+
+    def item(op, av) -> list[str] | None:
+        if op is C.SUBPATTERN:
+            return None if av[1] & re.IGNORECASE else seq(av[3])
+        if op is C.BRANCH:
+            out: list[str] = []
+            for alternative in av[1]:
+                need = seq(alternative)
+                if not need:
+                    return None
+                out += need
+            return out
+        if op in repeats:
+            return seq(av[2]) if av[0] >= 1 else None
+        if op is C.ASSERT and av[0] in (1, -1):  # positive lookahead / lookbehind
+            return seq(av[1])
+        return None
+
+    literals = seq(list(tree))
+    if not literals or min(map(len, literals)) < MIN_LITERAL:
+        return None
+    casefold = bool(tree.state.flags & re.IGNORECASE) or bool(rx.flags & re.IGNORECASE)
+    if casefold:
+        literals = [lit.casefold() for lit in literals]
+    return tuple(sorted(set(literals), key=len, reverse=True)), casefold
 
 
 def _search(pattern, text: str, may_be_cut: bool) -> tuple[Any, bool] | None:
@@ -242,6 +328,7 @@ class Matcher:
     def __init__(self, catalog: Catalog):
         self.catalog = catalog
         self.hits: dict[int, list[Hit]] = {}
+        self._literals: list | None = None  # per line spec: required_literals(), built on first use
 
     def on_event(self, event: Event, run: Run, last_line: bool = False) -> list[Hit]:
         if event.kind == "traceback" and event.traceback is not None:
@@ -256,10 +343,23 @@ class Matcher:
         if prefilter is None or not msg:
             return []
         cut = may_be_cut or event.line.truncated or not event.line.eol
-        if safe_search(prefilter, msg) is None and not cut:
-            return []
+        line_specs = self.catalog.line_specs
+        literals = self._literals
+        if literals is None or len(literals) != len(line_specs):
+            literals = self._literals = [required_literals(spec.line) for _, spec in line_specs]
+        folded = None
         new = []
-        for pattern, spec in self.catalog.line_specs:
+        for (pattern, spec), need in zip(line_specs, literals, strict=True):
+            if need is not None and not cut:  # a cut line may hold a partial match: search it all
+                lits, casefold = need
+                if casefold:
+                    folded = msg.casefold() if folded is None else folded
+                text = folded if casefold else msg
+                for lit in lits:
+                    if lit in text:
+                        break
+                else:
+                    continue
             found = _search(spec.line, msg, cut)
             if found is None:
                 continue
@@ -268,7 +368,8 @@ class Matcher:
                       [Evidence(event.number, event.line.text)], 0.7 if partial else 0.9,
                       event.line.stream)
             new.append(hit)
-        self.hits.setdefault(run.index, []).extend(new)
+        if new:
+            self.hits.setdefault(run.index, []).extend(new)
         return new
 
     def on_traceback(self, tb: Traceback, run: Run) -> list[Hit]:
@@ -331,7 +432,8 @@ class Matcher:
                 for exc in [tb.final] + [e for e in tb.exceptions if e is not tb.final]:
                     result = _exception_matches(spec, exc, tb, tb.message_truncated or tb.ends_input)
                     if result is not None:
-                        ev = traceback_evidence(tb, exc) + evidence
+                        ev = traceback_evidence(tb, exc)
+                        ev += [e for e in evidence if e.line not in {x.line for x in ev}]
                         hits.append(Hit(pattern, result[0], ev, 0.85, tb.stream, tb))
                         break
         hits = _one_per_traceback(hits)

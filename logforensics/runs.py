@@ -42,6 +42,7 @@ MEMORY_KINDS = frozenset({
     "dist_init_end", "memory_baseline", "mem_unbalanced", "weight_load_begin", "weight_load_end",
     "kv_cache_alloc", "mamba_cache_alloc", "swa_pool", "hicache_alloc", "memory_pool_end",
     "cuda_graph_begin", "cuda_graph_end", "scheduler_budget",
+    "cuda_graph_progress", "max_running_capped",  # memory.py: capture progress, Mamba slots/request
 })
 ENDING_KINDS = frozenset({
     "sigquit_child", "sigquit_running", "sigterm", "rank_dead", "rank_died", "exit_code",
