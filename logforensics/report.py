@@ -255,7 +255,10 @@ def _run_summary(run: Run, report: Report) -> Table:
     if when:
         table.add_row("Time", when)
     if run.endings:
-        ends = "; ".join(f"{e.line.message[:70]} (line {e.number})" for e in run.endings[:3])
+        seen: dict[str, int] = {}  # one entry per distinct message (ranks repeat them)
+        for e in run.endings:
+            seen.setdefault(e.line.message[:70], e.number)
+        ends = "; ".join(f"{msg} (line {n})" for msg, n in list(seen.items())[:3])
         table.add_row("Ended", escape(ends))
     serving = serving_json(run)
     if serving:
