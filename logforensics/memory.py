@@ -1532,7 +1532,11 @@ def mamba_fix_sentence(ledger: Ledger, strategy_flag: str) -> str:
             kv = ""
             if rest is not None:
                 kv = f"; the KV pool gets rest/(1+r): {rest / (1 + r):.2f} → {rest / (1 + r2):.2f} GiB"
-            out.append(f"or `--mamba-full-memory-ratio {r2:.2f}` (now {frac(r)}; the Mamba pool gets rest×r/(1+r){kv})")
+            check = ""
+            if rest is not None and per:
+                check = f"; re-checked: SGLang would size K = {mamba_slots_at_ratio(rest, per, r2)}"
+            out.append(f"or `--mamba-full-memory-ratio {r2:.2f}` (now {frac(r)}; the Mamba pool gets "
+                       f"rest×r/(1+r){kv}{check})")
     text = " ".join(out[:1]) + " " + ", ".join(out[1:]) + "."
     if ratio > 1:
         text += (f" `--disable-radix-cache` makes it 1 slot per request ({k} requests), at the cost of prefix "
