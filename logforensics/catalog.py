@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 import regex
@@ -93,16 +92,11 @@ class Catalog:
 
 
 def builtin_dir() -> Path:
-    """The bundled catalog: ``logforensics/patterns`` in an installed wheel, ``patterns/`` in a
-    source checkout."""
-    try:
-        installed = resources.files("logforensics.patterns")
-        path = Path(str(installed))
-        if path.is_dir() and any(path.rglob("*.toml")):
-            return path
-    except (ModuleNotFoundError, TypeError):
-        pass
-    return Path(__file__).resolve().parent.parent / "patterns"
+    """The bundled catalog: ``logforensics/patterns`` in an installed wheel (pyproject maps the
+    top-level ``patterns/`` there), ``patterns/`` beside the package in a source checkout."""
+    here = Path(__file__).resolve().parent
+    installed = here / "patterns"
+    return installed if installed.is_dir() else here.parent / "patterns"
 
 
 def pattern_dirs(extra: list[str | os.PathLike] | None = None) -> list[Path]:

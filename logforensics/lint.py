@@ -49,8 +49,11 @@ def regex_is_safe(pattern: regex.Pattern) -> bool:
 
 
 def default_fixtures_dir() -> Path | None:
-    candidate = builtin_dir().parent / "fixtures"
-    return candidate if candidate.is_dir() else None
+    """``fixtures/`` of the source checkout logx runs from, or of the current directory."""
+    for candidate in (builtin_dir().parent / "fixtures", Path.cwd() / "fixtures"):
+        if candidate.is_dir():
+            return candidate
+    return None
 
 
 def lint_catalog(extra: list[os.PathLike] | None = None,
