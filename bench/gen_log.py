@@ -412,6 +412,34 @@ def build_access_pool(rng: random.Random) -> list[str]:
     return out
 
 
+WORDS = ["the", "model", "server", "please", "write", "a", "short", "python", "function", "that", "returns",
+         "memory", "usage", "of", "each", "GPU", "explain", "why", "my", "batch", "size", "matters", "for",
+         "throughput", "and", "latency", "under", "load", "with", "examples", "Traceback", "error:", "CUDA"]
+
+
+def build_request_pool(rng: random.Random, n: int = 512) -> list[tuple[str, str]]:
+    """``--log-requests`` lines (tokenizer manager, no rank tag): (Receive body, Finish body).
+    Prompts are long (hundreds of bytes to a few KB), as with ``--log-requests-level 1``."""
+    out = []
+    for _ in range(n):
+        rid = f"{rng.getrandbits(128):032x}"
+        prompt = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(20, 400)))
+        answer = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(10, 200)))
+        params = (f"{{'max_new_tokens': {rng.choice((128, 256, 512, 1024))}, 'temperature': "
+                  f"{rng.choice((0.0, 0.6, 0.7, 1.0))}, 'top_p': 0.95}}")
+        obj = (f"GenerateReqInput(validation_time={rng.uniform(1e-5, 1e-3):.6f}, "
+               f"received_time={rng.uniform(1.7e9, 1.8e9):.6f}, rid='{rid}', text={prompt!r}, "
+               f"input_ids=None, sampling_params={params}, return_logprob=False, stream=False, "
+               f"log_metrics=True, modalities=[], lora_path=None, custom_logit_processor=None)")
+        prompt_tokens, completion_tokens = rng.randrange(20, 4000), rng.randrange(10, 1024)
+        out_text = (f"{{'text': {answer!r}, 'meta_info': {{'id': '{rid}', 'finish_reason': "
+                    f"{{'type': 'stop', 'matched': 151645}}, 'prompt_tokens': {prompt_tokens}, "
+                    f"'completion_tokens': {completion_tokens}, 'cached_tokens': {rng.randrange(0, prompt_tokens)}, "
+                    f"'e2e_latency': {rng.uniform(0.2, 30.0):.4f}}}}}")
+        out.append((f"Receive: obj={obj}", f"Finish: obj={obj}, out={out_text}"))
+    return out
+
+
 def build_counts(rng: random.Random, weights: list[int]) -> list[int]:
     vals = [v for v, w in enumerate(weights) for _ in range(w)]
     return [rng.choice(vals) for _ in range(1 << COUNT_BITS)]
@@ -428,7 +456,8 @@ def retract_msg(run: Run, rng: random.Random, hot: bool = False) -> str:
     return msg
 
 
-def bulk(out: Out, clock: Clock, run: Run, rng: random.Random, stop_at: int) -> None:
+def bulk(out: Out, clock: Clock, run: Run, rng: random.Random, stop_at: int,
+         log_requests: bool = False) -> None:
     """Emit steady-state serving until out.written >= stop_at."""
     pool = build_event_pool(run, rng)
     L = len(pool)
@@ -436,6 +465,8 @@ def bulk(out: Out, clock: Clock, run: Run, rng: random.Random, stop_at: int) -> 
     acc_counts = build_counts(rng, [2, 4, 5, 4, 3, 2, 1, 1])  # access lines per second
     pool2 = pool + pool[:8]  # slices never wrap
     acc = build_access_pool(rng)
+    reqs = build_request_pool(rng) if log_requests else []
+    ri = 0
     AM = (1 << ACCESS_BITS) - 1
     CM = (1 << COUNT_BITS) - 1
     suf = [run.suffixes[k] for k in run.stats]
@@ -473,6 +504,12 @@ def bulk(out: Out, clock: Clock, run: Run, rng: random.Random, stop_at: int) -> 
             chunk = acc[s:s + na]
             if len(chunk) < na:
                 chunk = chunk + acc[: na - len(chunk)]
+            if reqs:  # each request: Receive when it arrives, Finish before its access line
+                for _ in range(na):
+                    rcv, fin = reqs[ri % len(reqs)]
+                    ri += 1
+                    parts.append(apfx + rcv)
+                    parts.append(apfx + fin)
             parts.append(apfx + ("\n" + apfx).join(chunk))
             ai += na
         if rnd() < retract_every * nstat:
@@ -619,7 +656,8 @@ def crash(out: Out, clock: Clock, run: Run, rng: random.Random) -> None:
 # --------------------------------------------------------------------------- main
 
 
-def generate(path: str, size: int, seed: int, ranks: int, n_runs: int) -> dict:
+def generate(path: str, size: int, seed: int, ranks: int, n_runs: int,
+             log_requests: bool = False) -> dict:
     rng = random.Random(seed)
     out = Out(path)
     start = calendar.timegm((2026, 9, 7, 8, 0, 0, 0, 0, 0)) + rng.randrange(0, 86400 * 20)
@@ -634,7 +672,7 @@ def generate(path: str, size: int, seed: int, ranks: int, n_runs: int) -> dict:
         startup(out, clock, run, rr)
         cum += weights[i] / sum(weights)
         stop_at = int(size * cum) - (tail_reserve if run.ending == "crash" else 800)
-        bulk(out, clock, run, rr, stop_at)
+        bulk(out, clock, run, rr, stop_at, log_requests)
         if run.ending == "crash":
             crash(out, clock, run, rr)
         else:
@@ -654,11 +692,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--ranks", type=int, default=8, help="TP/DP ranks per run (default 8)")
     ap.add_argument("--runs", type=int, default=3, help="server runs appended (default 3)")
+    ap.add_argument("--log-requests", action="store_true",
+                    help="also write the Receive/Finish request lines of --log-requests")
     a = ap.parse_args(argv)
     if a.ranks < 1 or a.runs < 1:
         ap.error("--ranks and --runs must be >= 1")
     t0 = time.perf_counter()
-    info = generate(a.out, a.size, a.seed, a.ranks, a.runs)
+    info = generate(a.out, a.size, a.seed, a.ranks, a.runs, a.log_requests)
     dt = time.perf_counter() - t0
     print(f"wrote {a.out}: {info['bytes']} bytes, {info['lines']} lines, "
           f"{info['runs']} runs ({', '.join(info['endings'])}) in {dt:.1f} s", file=sys.stderr)

@@ -96,7 +96,7 @@ def run_facts(run: Run) -> dict[str, Any]:
 
 
 # fast-path line categories (``Analyzer.consume``); OTHER takes the full path
-OTHER, DECODE, PREFILL, ACCESS, BLANK = 0, 1, 2, 3, 5
+OTHER, DECODE, PREFILL, ACCESS, REQUEST, BLANK = 0, 1, 2, 3, 4, 5
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _ZEROS = repeat(OTHER)
 _OK_END = b'" 200 OK\n'
@@ -122,6 +122,8 @@ def template_category(tokenizer, data: bytes) -> tuple[int, int]:
     if kind == "access_log":
         status = event.fields.get("status")
         return ACCESS, status if isinstance(status, int) else 0
+    if kind == "request_log":
+        return REQUEST, 0
     return OTHER, 0
 
 
@@ -157,10 +159,10 @@ def _demote_non_200(block: bytes, tl: list, cats: list, a: int, b: int, pos: int
 class BulkStretch:
     """A stretch of statistics lines seen on the fast path: counts, and the lines that
     represent it (its first line, the first and last prefill and decode lines, the last
-    access line). Items are ``(number, offset, data, category)``."""
+    access and request-log lines). Items are ``(number, offset, data, category)``."""
 
     __slots__ = ("count", "batches", "requests", "first", "first_prefill", "last_prefill",
-                 "first_decode", "last_decode", "last_access", "last_number")
+                 "first_decode", "last_decode", "last_access", "last_request", "last_number")
 
     def __init__(self) -> None:
         self.reset()
@@ -168,7 +170,16 @@ class BulkStretch:
     def reset(self) -> None:
         self.count = self.batches = self.requests = self.last_number = 0
         self.first = self.first_prefill = self.last_prefill = None
-        self.first_decode = self.last_decode = self.last_access = None
+        self.first_decode = self.last_decode = self.last_access = self.last_request = None
+
+    def add_request(self, number: int, offset: int, data: bytes) -> None:
+        """One request-log line (``Receive: obj=…``): only extends the stretch."""
+        self.count += 1
+        self.last_number = number
+        item = (number, offset, data, REQUEST)
+        if self.first is None:
+            self.first = item
+        self.last_request = item
 
     def add(self, number: int, offset: int, data: bytes) -> None:
         """One line (``logx watch``'s per-line fast path: a byte test decides)."""
@@ -209,10 +220,10 @@ class BulkStretch:
         n_access = seg.count(ACCESS)
         if n_access and block.count(_OK_END, start, end) != n_access:
             return False
-        n_decode, n_prefill = seg.count(DECODE), seg.count(PREFILL)
+        n_decode, n_prefill, n_request = seg.count(DECODE), seg.count(PREFILL), seg.count(REQUEST)
         self.count += b - a
         self.last_number = number + b
-        if not (n_decode or n_prefill or n_access):
+        if not (n_decode or n_prefill or n_access or n_request):
             return True  # blank lines only
         self.batches += n_decode + n_prefill
         self.requests += n_access
@@ -229,7 +240,7 @@ class BulkStretch:
         last = len(seg) - 1
         if self.first is None:
             k = min(seg.index(c) for c, n in ((DECODE, n_decode), (PREFILL, n_prefill),
-                                                (ACCESS, n_access)) if n)
+                                                (ACCESS, n_access), (REQUEST, n_request)) if n)
             self.first = item(k, seg[k])
         if n_decode:
             if self.first_decode is None:
@@ -241,11 +252,13 @@ class BulkStretch:
             self.last_prefill = item(last - rev.index(PREFILL), PREFILL)
         if n_access:
             self.last_access = item(last - rev.index(ACCESS), ACCESS)
+        if n_request:
+            self.last_request = item(last - rev.index(REQUEST), REQUEST)
         return True
 
     def _items(self) -> list[tuple]:
         items = {i for i in (self.first, self.first_prefill, self.last_prefill, self.first_decode,
-                             self.last_decode, self.last_access) if i}
+                             self.last_decode, self.last_access, self.last_request) if i}
         return sorted(items)
 
     def representatives(self) -> list[RawLine]:
@@ -275,6 +288,7 @@ class Analyzer:
         self.bytes = 0
         self._bulk = BulkStretch()
         self._templates: dict[bytes, int] = {b"": BLANK}  # fast path: template -> category
+        self._request_heads: dict[bytes, int] = {}  # fast path: request-log head template -> category
         # stale-log detector: the run of interest starts at this byte (a sidecar's log_offset)
         self.start_offset: int | None = None
         self.start_line: int | None = None
@@ -348,6 +362,11 @@ class Analyzer:
                         if cat:
                             cats[i] = cat
                             continue
+                    if len(t) > 40 and b": obj=" in t[:200] and self._is_request_log(t, block, pos):
+                        bulk.add_request(number + i + 1, offset + pos, block[pos : pos + len(t)])
+                        i += 1
+                        pos += len(t) + 1
+                        continue
                 size = len(tl[i])
                 if bulk.count:
                     self._flush_bulk()
@@ -357,6 +376,23 @@ class Analyzer:
             number += n
             offset += len(block)
         self.lines, self.bytes = number, offset
+
+    def _is_request_log(self, t: bytes, block: bytes, pos: int) -> bool:
+        """Whether the line at ``pos`` (template ``t``) is a ``--log-requests`` line, which the
+        full path makes a ``request_log`` event whatever follows its head
+        (``[…] Receive: obj=``): the head's template is checked once through the full path.
+        A carriage return could make the terminal show another text: such lines are not."""
+        head = t[: t.find(b": obj=") + 6]
+        heads = self._request_heads
+        cat = heads.get(head)
+        if cat is None:
+            if len(heads) >= TEMPLATE_MAX_COUNT:
+                return False
+            line = block[pos : pos + len(t)]
+            cat = heads[head] = REQUEST if b"\r" not in line and (
+                template_category(self.events.tokenizer, line)[0] == REQUEST
+                == template_category(self.events.tokenizer, head + b"x)")[0]) else OTHER
+        return cat == REQUEST and b"\r" not in block[pos : pos + len(t)]
 
     def _room_for_template(self) -> bool:
         """Whether another template may be learned; when the table is full, the templates of
@@ -467,3 +503,41 @@ def explain(source: Source, *, name: str | None = None, options: Options | None 
     if context is not None:
         staleness.apply(report, staleness.assess(path, report, options, context=context))
     return report
+
+
+# — several files at once ———————————————————————————————————————————————————————————
+
+_worker_catalog: Catalog | None = None
+
+
+def _init_worker(catalog: Catalog | None) -> None:
+    global _worker_catalog
+    _worker_catalog = catalog
+
+
+def _explain_in_worker(path: str, name: str | None, options: Options | None) -> Report | Exception:
+    try:
+        return explain(path, name=name, options=options, catalog=_worker_catalog)
+    except (SourceError, ValueError) as exc:
+        return exc
+
+
+def explain_many(paths: list[str | os.PathLike], jobs: int | None = None, *, options: Options | None = None,
+                 catalog: Catalog | None = None, names: list[str] | None = None) -> list[Report | Exception]:
+    """Explain several logs, ``jobs`` at a time in worker processes (default: one per CPU, at
+    most one per file). Results come in the order of ``paths``; a file that cannot be read
+    gives its ``SourceError`` (a ``--run`` it does not have, its ``ValueError``) in its slot
+    instead of a report, so one bad file does not stop the others."""
+    paths = list(paths)
+    names = list(names) if names is not None else [os.fspath(p) for p in paths]
+    catalog = catalog or load_catalog()
+    jobs = min(len(paths), jobs or os.cpu_count() or 1)
+    if jobs <= 1 or any(os.fspath(p) == "-" for p in paths):  # stdin stays in this process
+        _init_worker(catalog)
+        return [_explain_in_worker(os.fspath(p), n, options) for p, n in zip(paths, names, strict=True)]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(catalog,)) as pool:
+        futures = [pool.submit(_explain_in_worker, os.fspath(p), n, options)
+                   for p, n in zip(paths, names, strict=True)]
+        return [f.result() for f in futures]

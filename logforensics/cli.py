@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 
 from . import __version__
-from .analysis import Options, explain
+from .analysis import Options, explain, explain_many
 from .catalog import CatalogError, load_catalog
 from .report import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, render
 from .sources import SourceError
@@ -82,6 +82,9 @@ def explain_cmd(
     silence: SilenceOpt = 120.0,
     status_only: Annotated[bool, typer.Option(
         "--status", help="Only the verdict and the log's status (FRESH/STALE/EMPTY/SILENT/DEAD).")] = False,
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", "-j", min=1, help="Files read in parallel (default: one process per CPU, at most one "
+                                    "per file).")] = None,
 ) -> None:
     """Explain a log: the run's phase, the root cause with evidence, and the fix."""
     catalog = load_catalog(patterns)
@@ -90,15 +93,14 @@ def explain_cmd(
         raise typer.Exit(_status(logs, options, catalog, as_json, width))
     reports, worst = [], EXIT_OK
     console = make_console(width)
-    for log in logs:
-        try:
-            report = explain(log, name=log, options=options, catalog=catalog)
-        except SourceError as exc:
-            typer.echo(f"logx: {exc}", err=True)
+    results = explain_many(logs, jobs, options=options, catalog=catalog, names=logs)
+    for report in results:
+        if isinstance(report, SourceError):
+            typer.echo(f"logx: {report}", err=True)
             worst = max(worst, EXIT_USAGE)
             continue
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+        if isinstance(report, ValueError):
+            raise UsageError(str(report)) from None
         reports.append(report)
         if as_json:
             continue

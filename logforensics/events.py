@@ -73,7 +73,9 @@ def _groups(m: re.Match[str], _msg: str) -> dict[str, Any]:
 
 
 # "#running-req: 7", "token usage: 0.12", "gen throughput (token/s): 80.79" -> gen_throughput
-_KV_PAIR = re.compile(r"(#?[a-z_][\w -]*?)(?: \(token/s\))?(?:=|: )(-?[\d.]+|True|False|None)\b")
+# Every repetition that a search could restart at each position is bounded: a hostile 1 MB
+# line must cost linear time (the standard ``re`` module has no timeout).
+_KV_PAIR = re.compile(r"(#?[a-z_][\w -]{0,63}?)(?: \(token/s\))?(?:=|: )(-?[\d.]+|True|False|None)\b")
 
 
 def _pairs(m: re.Match[str], msg: str) -> dict[str, Any]:
@@ -87,7 +89,7 @@ def _pairs(m: re.Match[str], msg: str) -> dict[str, Any]:
 
 # server_args: "ServerArgs(model_path='x', tp_size=2, …)" (≤0.5.18) or "{'model_path': 'x', …}"
 _ARG_REPR = re.compile(
-    r"(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\[[^\]]*\]|\{[^}]*\}|[^,()]*(?:\([^()]*\))?)"
+    r"(\w{1,128})=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\[[^\]]*\]|\{[^}]*\}|[^,()]*(?:\([^()]*\))?)"
 )
 _ARG_DICT = re.compile(
     r"'(\w+)': ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\[[^\]]*\]|\{[^}]*\}|[^,{}\[\]]*)"
@@ -123,7 +125,7 @@ RULES: tuple[Rule, ...] = (
          contains="is still supported"),
     Rule("killed", r"(?:^\[\d+\][+-]?\s+|line \d+:\s+(?P<pid>\d+) )Killed\b(?P<rest>.*)",
          contains=" Killed"),
-    Rule("launch_command", r"(?:\S*python[\d.]*\s+-m\s+sglang\.launch_server|sglang serve)\b",
+    Rule("launch_command", r"(?:python[\d.]*\s+-m\s+sglang\.launch_server|sglang serve)\b",
          contains="sglang"),
     Rule("sglang_version", r"(?:sglang version: |sglang: |sglang==)v?(?P<version>\d+\.\d+\.\d+\w*)",
          contains="sglang"),
@@ -149,7 +151,7 @@ RULES: tuple[Rule, ...] = (
          starts="Load weight end"),
     # — memory pools —
     Rule("kv_cache_alloc",
-         r"(?:(?P<label>[\w -]+?) )?KV Cache (?:is allocated|VA upper bound|allocated)\. "
+         r"(?:(?P<label>[\w -]{1,64}?) )?KV Cache (?:is allocated|VA upper bound|allocated)\. "
          r"(?:dtype: (?P<dtype>[\w.]+), )?#tokens: (?P<tokens>\d+), "
          r"(?:K size: (?P<k_gb>[\d.]+) GB, V size: (?P<v_gb>[\d.]+) GB|KV size: (?P<kv_gb>[\d.]+) GB)",
          contains="KV Cache"),
@@ -198,8 +200,11 @@ RULES: tuple[Rule, ...] = (
          parse=_pairs),
     Rule("decode_batch", r"Decode batch(?: \[(?P<iter>\d+)\])?[.,] ", starts="Decode batch",
          parse=_pairs),
+    # --log-requests: "Receive: obj=GenerateReqInput(…)", "Finish: obj=…, out={…}" (user content)
+    Rule("request_log", r"(?P<verb>Receive|Finish): obj=", starts="Receive: obj="),
+    Rule("request_log", r"(?P<verb>Receive|Finish): obj=", starts="Finish: obj="),
     Rule("access_log",
-         r"(?P<client>\S+) - \"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+\" (?P<status>\d{3})",
+         r"(?P<client>\S{1,256}) - \"(?P<method>[A-Z]{1,16}) (?P<path>\S{1,4096}) HTTP/[\d.]{1,8}\" (?P<status>\d{3})",
          contains='HTTP/'),
     Rule("max_running_capped",
          r"max_running_requests is capped to (?P<max_running_requests>\d+) by the mamba state cache "
@@ -224,7 +229,7 @@ RULES: tuple[Rule, ...] = (
          r"(?P<side>Prefill|Decode) transfer failed for request(?: rank=(?P<rank>\d+))?"
          r".*?(?: with exception (?P<error>.*))?$", starts="Prefill transfer failed"),
     Rule("cuda_error", r"Failed: Cuda error (?P<location>\S+) '(?P<error>[^']*)", starts="Failed: Cuda error"),
-    Rule("component_exception", r"(?P<component>\w+) hit an exception", contains="hit an exception"),
+    Rule("component_exception", r"(?P<component>\w{1,64}) hit an exception", contains="hit an exception"),
     Rule("sigquit_child", r"Received sigquit from a child proc", starts="Received sigquit"),
     Rule("sigquit_running", r"SIGQUIT received\.", starts="SIGQUIT received"),
     Rule("sigterm", r"SIGTERM received\.", starts="SIGTERM received"),
@@ -238,7 +243,7 @@ RULES: tuple[Rule, ...] = (
          starts="Subprocess "),
     Rule("killed", r"Killed\b(?P<rest>.*)", starts="Killed"),
     Rule("watchdog_timeout",
-         r"(?P<component>\w+ )?[Ww]atchdog timeout \(self\.watchdog_timeout=(?P<timeout>[\d.]+)",
+         r"(?P<component>\w{1,64} )?[Ww]atchdog timeout \(self\.watchdog_timeout=(?P<timeout>[\d.]+)",
          contains="atchdog timeout"),
     Rule("kill_process_tree",
          r"kill_process_tree called: parent_pid=(?P<parent_pid>\d+|None), "
@@ -250,7 +255,7 @@ RULES: tuple[Rule, ...] = (
          starts="Shutting down"),
     Rule("shutdown", r"Finished server process \[(?P<pid>\d+)\]", starts="Finished server"),
     # — warnings (last: anything more specific wins) —
-    Rule("warning", r"(?:\w+Warning: |WARNING|Warning: |warnings\.warn)", contains="arning",
+    Rule("warning", r"(?:WARNING|Warning: |warnings\.warn)", contains="arning",
          parse=_warning),
 )
 

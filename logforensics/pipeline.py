@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import BinaryIO
 
 from .events import Event, Tokenizer
@@ -38,7 +39,12 @@ class EventStream:
     def feed(self, raw: RawLine) -> list[Event]:
         line = decode(raw)
         event = self.tokenizer.tokenize(line)
-        consumed, done = self.assembler.feed(line, event)
+        if event.kind == "request_log":
+            # A request log quotes user content (a prompt may quote a traceback): to the
+            # traceback assembler it is only the start of a new record.
+            consumed, done = self.assembler.feed(replace(line, message=""), event)
+        else:
+            consumed, done = self.assembler.feed(line, event)
         out = [traceback_event(tb) for tb in done]
         if not consumed:
             out.append(event)

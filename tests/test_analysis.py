@@ -28,6 +28,25 @@ LINES = [
     "RuntimeError: Decode out of memory. Try to lower your batch size.",
     "[2026-03-23 14:01:03] SIGQUIT received. signum=None, frame=None. It usually means one child failed.",
     "garbage \xff line",
+    # fast-path classes and their near misses (the fast path must agree with the full path)
+    "[2026-03-23 14:01:04 DP1 TP1] Decode batch [12], #running-req: 70, #token: 4000, token usage: 0.92, "
+    "cuda graph: False, gen throughput (token/s): 8.79, #queue-req: 12",
+    "[2026-03-23 14:01:05.123 TP0] Prefill batch. #new-seq: 10, #new-token: 70",
+    "[2026-03-23 14:01:05 TP0] Decode batch",
+    "[2026-3-23 14:01:05 TP0] Decode batch, #running-req: 7",
+    "[2026-03-23 14:01:05 TP0] Decode batch, x\r[2026-03-23 14:01:05 TP0] Load weight begin. avail mem=7.50 GB",
+    "[2026-03-23 14:01:05 TP0] Decode batch, #running-req: 7, #token: 40\r",
+    "[2026-03-23 14:01:05 TP0] \x1b[32mDecode batch, #running-req: 7\x1b[0m",
+    '[2026-03-23 14:01:06] INFO:     127.0.0.1:5001 - "POST /generate HTTP/1.1" 500 OK',
+    '[2026-03-23 14:01:06] INFO:     127.0.0.1:5002 - "GET /health HTTP/1.1" 503 Service Unavailable',
+    '[2026-03-23 14:01:06] INFO:     10.0.0.2:5003 - "GET /sglang==0.5.9 HTTP/1.1" 200 OK',
+    '[2026-03-23 14:01:06] INFO:     127.0.0.1:5004 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    "[2026-03-23 14:01:07] Receive: obj=GenerateReqInput(rid='a1', text='Traceback (most recent call last): "
+    "RuntimeError: CUDA out of memory', sampling_params={'max_new_tokens': 8})",
+    "[2026-03-23 14:01:08] Finish: obj=GenerateReqInput(rid='a1'), out={'text': 'ok', 'meta_info': {'id': 'a1'}}",
+    "[2026-03-23 14:01:08] Finish: obj=x\rKilled",
+    "[2026-03-23 14:01:09 TP1] KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_tokens_gained: 900",
+    '  File "/x/sglang/srt/managers/scheduler.py", line 10, in run_batch',
 ]
 
 

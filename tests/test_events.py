@@ -135,6 +135,8 @@ CASES = [
      {"running_req": 1, "token": 40, "accept_len": 2.9, "accept_rate": 0.63, "cuda_graph": True, "queue_req": 0}),
     (LTS + 'INFO:     127.0.0.1:40418 - "GET / HTTP/1.1" 404 Not Found', "access_log",
      {"client": "127.0.0.1:40418", "method": "GET", "path": "/", "status": 404}),
+    (LTS + "Receive: obj=GenerateReqInput(rid='9f2c', text='Traceback (most recent call last): CUDA out of memory', "
+     "sampling_params={'max_new_tokens': 8})", "request_log", {"verb": "Receive"}),
     (TS + "KV cache pool is full. Retract requests. #retracted_reqs: 3, #new_tokens_gained: 1200, "
      "#new_token_ratio: 0.7000 -> 0.8000", "kv_retract", {"n": 3, "retracted_reqs": 3, "new_tokens_gained": 1200}),
     (TS + "Input length (160062 tokens) exceeds the maximum allowed length (59862 tokens). Use a shorter input or "

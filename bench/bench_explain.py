@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Benchmark ``logx explain`` end to end on a large generated SGLang log.
+
+    python bench/bench_explain.py [--size 300MB] [--log-requests] [--keep DIR] [--repeat 1]
+
+Generates the log with ``bench/gen_log.py`` (cached in ``--keep DIR`` when given), then times,
+each in a fresh child process: ``logx explain`` (the installed console script, every stage on),
+``logx explain --json``, a plain Python loop that only reads the lines, and ``grep -c
+Traceback``. Prints a Markdown table: seconds, MB/s, lines/s and peak RSS (the child's
+``ru_maxrss``, read by a fresh wrapper process so that no other child pollutes it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WRAPPER = (
+    "import resource, subprocess, sys, time\n"
+    "t = time.perf_counter()\n"
+    # stdout to a pipe, not /dev/null: grep stops at its first match when it writes to /dev/null
+    "p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)\n"
+    "d = time.perf_counter() - t\n"
+    "print(d, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.returncode)\n"
+)
+READ_LOOP = "import sys\nn = 0\nwith open(sys.argv[1], 'rb') as fh:\n    for _ in fh:\n        n += 1\n"
+
+
+def measure(cmd: list[str], repeat: int) -> tuple[float, int, int]:
+    """Best wall time of ``repeat`` runs, with peak RSS (KiB) and exit code."""
+    best = None
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], capture_output=True, text=True, check=True)
+        secs, rss, rc = out.stdout.split()
+        if best is None or float(secs) < best[0]:
+            best = (float(secs), int(rss), int(rc))
+    return best  # type: ignore[return-value]
+
+
+def logx_command() -> list[str]:
+    exe = shutil.which("logx", path=str(Path(sys.executable).parent)) or shutil.which("logx")
+    return [exe] if exe else [sys.executable, "-m", "logforensics"]
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} CPU(s), {cpu}, Python {platform.python_version()}, {platform.system()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", default="300MB", help="log size for gen_log.py (default 300MB)")
+    ap.add_argument("--log-requests", action="store_true", help="include --log-requests Receive/Finish lines")
+    ap.add_argument("--keep", help="directory to keep (and reuse) the generated log in")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per command; the best is shown")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args(argv)
+
+    workdir = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="logx-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    name = f"sglang-{a.size}-s{a.seed}{'-requests' if a.log_requests else ''}.log"
+    log = workdir / name
+    if not log.exists():
+        t = time.perf_counter()
+        subprocess.run([sys.executable, str(HERE / "gen_log.py"), str(log), "--size", a.size,
+                        "--seed", str(a.seed), *(["--log-requests"] if a.log_requests else [])],
+                       check=True, stdout=subprocess.DEVNULL)
+        print(f"generated {log} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    size = log.stat().st_size
+    with open(log, "rb") as fh:
+        lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+
+    logx = logx_command()
+    rows = [
+        ("`logx explain`", logx + ["explain", str(log)]),
+        ("`logx explain --json`", logx + ["explain", "--json", str(log)]),
+        ("plain Python loop reading the lines", [sys.executable, "-c", READ_LOOP, str(log)]),
+    ]
+    if shutil.which("grep"):
+        rows.append(("`grep -c Traceback`", ["grep", "-c", "Traceback", str(log)]))
+    results = []
+    for label, cmd in rows:
+        secs, rss, rc = measure(cmd, a.repeat)
+        results.append((label, secs, rss, rc))
+        print(f"{label}: {secs:.2f} s", file=sys.stderr)
+
+    mb = size / 1e6
+    print(f"\nLog: {mb:.0f} MB, {lines:,} lines ({'with' if a.log_requests else 'without'} --log-requests), "
+          f"{machine()}\n")
+    print("| command | time (s) | MB/s | lines/s | peak RSS (MB) | exit |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for label, secs, rss, rc in results:
+        print(f"| {label} | {secs:.2f} | {mb / secs:,.0f} | {lines / secs:,.0f} | {rss / 1024:.0f} | {rc} |")
+    explain_secs = results[0][1]
+    loop_secs = results[2][1]
+    print(f"\nexplain runs at {loop_secs / explain_secs:.0%} of the plain read loop's speed.")
+    if not a.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""Regular expressions against hostile input: every catalog regex and every event rule runs in
+bounded time, a user's own catastrophic pattern cannot hang ``explain``, and the matcher's
+literal prefilter never rejects a line a pattern matches."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+import regex
+from conftest import make_catalog
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from logforensics.analysis import explain
+from logforensics.catalog import TRACEBACK_KEYS, load_catalog, safe_search
+from logforensics.events import RULES
+from logforensics.findings import required_literals
+from logforensics.lint import regex_is_safe
+
+CATALOG = load_catalog()
+REGEXES = [(f"{p.id}.{key}", getattr(spec, key)) for p in CATALOG.patterns for spec in p.matches
+           for key in (*TRACEBACK_KEYS, "line") if getattr(spec, key) is not None]
+LINE_SPECS = [(p.id, spec.line) for p, spec in CATALOG.line_specs]
+
+
+def test_catalog_has_regexes():
+    assert len(REGEXES) > 50 and LINE_SPECS
+
+
+@pytest.mark.parametrize("name,rx", REGEXES, ids=[n for n, _ in REGEXES])
+def test_catalog_regex_has_no_catastrophic_backtracking(name, rx):
+    assert regex_is_safe(rx), f"{name}: slow on adversarial input"
+
+
+def test_regex_is_safe_rejects_catastrophic_patterns():
+    assert not regex_is_safe(regex.compile(r"(a+)+$"))
+    assert not regex_is_safe(regex.compile(r"(\s*-*)*x$"))
+    assert regex_is_safe(regex.compile(r"out of memory"))
+
+
+def test_user_pattern_with_catastrophic_backtracking_does_not_hang_explain(tmp_path):
+    hostile = make_catalog({"id": "evil", "match": {"line": r"(a+)+$"}},
+                           {"id": "evil_tb", "match": {"message": r"(a|aa)+$"}})
+    line = "a" * 5000 + "!"
+    data = (f"[2026-03-23 14:00:00 TP0] {line}\nValueError: {line}\n").encode()
+    start = time.perf_counter()
+    report = explain(data, catalog=hostile)
+    assert time.perf_counter() - start < 10  # each search is cut off by catalog.REGEX_TIMEOUT
+    assert report.lines == 2
+    assert safe_search(regex.compile(r"(a+)+$"), line) is None  # timed out: no match, no hang
+
+
+def _bounded(rx: re.Pattern, texts, budget: float) -> float:
+    start = time.perf_counter()
+    for text in texts:
+        rx.search(text)
+        rx.match(text)
+    return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.pattern], ids=lambda r: f"{r.kind}:{r.pattern[:30]}")
+def test_event_rules_run_in_linear_time(rule):
+    """The event rules use ``re`` (no timeout): hostile text that passes a rule's literal test
+    must not make its regex quadratic. Doubling the text may at most ~double the time."""
+    rx = rule.compiled()
+    head = rule.starts or ""
+    lit = rule.contains or ""
+
+    def texts(n):
+        fills = ("a" * n, "a " * (n // 2), "a=" * (n // 2), " " * n, "-" * n, "a: " * (n // 3), "(" * n)
+        return [head + f + lit for f in fills] + [head + lit + f for f in fills]
+
+    small, large = _bounded(rx, texts(4000), 1), _bounded(rx, texts(16000), 1)
+    assert large < 0.5 and large < 8 * small + 0.05, (rule.kind, small, large)
+
+
+def test_event_rules_treat_every_digit_alike():
+    """The fast path learns line templates with every digit made 0 (analysis.learn_template):
+    that is sound only while no rule names a literal digit."""
+    from re import _constants as C  # noqa: N812
+    from re import _parser
+
+    def digits(items) -> bool:
+        for op, av in items:
+            if op in (C.LITERAL, C.NOT_LITERAL) and chr(av).isdigit():
+                return True
+            if op in (C.IN,) and any(o is C.LITERAL and chr(a).isdigit() for o, a in av):
+                return True
+            if op is C.SUBPATTERN and digits(av[3]):
+                return True
+            if op is C.BRANCH and any(digits(alt) for alt in av[1]):
+                return True
+            if op in (C.MAX_REPEAT, C.MIN_REPEAT) and digits(av[2]):
+                return True
+            if op in (C.ASSERT, C.ASSERT_NOT) and digits(av[1]):
+                return True
+        return False
+
+    for rule in RULES:
+        if rule.pattern:
+            assert not digits(_parser.parse(rule.pattern)), f"{rule.kind}: literal digit in {rule.pattern!r}"
+    assert digits(_parser.parse(r"HTTP/1\.1")) and not digits(_parser.parse(r"(?P<gb2>[\d.]+)"))
+
+
+@pytest.mark.parametrize("pid,rx", LINE_SPECS, ids=[p for p, _ in LINE_SPECS])
+def test_literal_prefilter_keeps_every_match_of_its_pattern(pid, rx):
+    """The matcher only searches a line pattern when one of its required literals is in the
+    line: check that claim on strings generated from the pattern itself."""
+    need = required_literals(rx)
+    if need is None:
+        return  # always searched
+    literals, casefold = need
+    try:
+        strategy = st.from_regex(rx.pattern)
+    except Exception:  # noqa: BLE001 - syntax hypothesis cannot generate from
+        pytest.skip("pattern syntax not supported by from_regex")
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def check(text):
+        if rx.search(text) is None:
+            return
+        hay = text.casefold() if casefold else text
+        assert any(lit in hay for lit in literals), (text, literals)
+
+    check()
+
+
+def test_required_literals_examples():
+    assert required_literals(regex.compile(r"Decode out of memory\. Try")) == (("Decode out of memory. Try",), False)
+    lits, _ = required_literals(regex.compile(r"unhandled system error|ncclSystemError"))
+    assert set(lits) == {"unhandled system error", "ncclSystemError"}
+    assert required_literals(regex.compile(r"(?:foo)?\d+")) is None  # nothing required
+    assert required_literals(regex.compile(r"a|bcd")) is None  # too short to reject anything
+    assert required_literals(regex.compile(r"(?i)address already in use"))[1] is True
+    assert required_literals(regex.compile(r"\p{L}+ failed hard")) is None  # regex-only syntax
