@@ -19,7 +19,7 @@ from datetime import datetime
 from .sources import RawLine
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]$")
+_RAY_REPEAT = re.compile(r"\[repeated \d+x across cluster\]$")
 
 # docker compose: "service-1  | msg" (name padded with spaces to a common width)
 _DOCKER = re.compile(r"([A-Za-z0-9][\w.-]{0,62}?)\s*\| ?")
@@ -133,7 +133,9 @@ def split_prefixes(line: LogLine) -> None:
             line.wrapper = f"{actor} pid={pid}" if pid else actor
             msg = msg[m.end() :]
             if msg.endswith("across cluster]"):
-                msg = _RAY_REPEAT.sub("", msg)
+                m = _RAY_REPEAT.search(msg)
+                if m:
+                    msg = msg[: m.start()].rstrip()
     elif first.isalnum():
         if "|" in msg[:72]:
             m = _DOCKER.match(msg)

@@ -29,7 +29,9 @@ MAX_EVIDENCE_LINES = 24  # per end
 MAX_SEGMENTS = 16
 
 _HEADER = "Traceback (most recent call last):"
-_FRAME = re.compile(r"\s*File [\"\u201c]([^\"\u201d]+)[\"\u201d], line (\d+)(?:, in (.+?))?\s*$")
+# Every expression here is linear on hostile lines: no two adjacent parts can match the same
+# characters (``.+?\s*$`` or ``-+[+-]*`` would be quadratic on a long run of spaces or dashes).
+_FRAME = re.compile(r"\s*File [\"\u201c]([^\"\u201d]+)[\"\u201d], line (\d+)(?:, in (.+))?$")
 _CARET = re.compile(r"\s*[\^~]+\s*$")
 _CHAIN = (
     "During handling of the above exception, another exception occurred",
@@ -45,7 +47,7 @@ _WHAT = re.compile(r"\s*what\(\):\s+(.*)")
 _NATIVE_HEAD = re.compile(r"terminate called after throwing an instance of '([^']+)'")
 _NATIVE_FRAME = re.compile(r"\s*(?:frame #\d+: |Exception raised from |\(no backtrace available\))")
 _GROUP_PREFIX = re.compile(r"\s*(?:\+[-+]*|\|)(?: |$)")
-_GROUP_SEPARATOR = re.compile(r"\s*\+?-+[+-]*(?: [\d.]+ -+| \.\.\.)?\s*$")
+_GROUP_SEPARATOR = re.compile(r"\s*\+?-[-+]*(?: [\d.]+ -+| \.\.\.)?\s*$")
 _ELLIPSIS = re.compile(r"\s*(?:\.\.\.|\u2026|\[Previous line repeated)")
 _TERMINAL_PUNCT = tuple(".!?)]}'\">`")
 
@@ -376,7 +378,8 @@ class TracebackAssembler:
             if b.phase == "message":
                 return False  # a second, unchained traceback: a new one starts here
             b.phase = "frames"
-            b.add_frame(Frame(m.group(1), int(m.group(2)), m.group(3)))
+            function = m.group(3).rstrip() if m.group(3) else None
+            b.add_frame(Frame(m.group(1), int(m.group(2)), function))
             return True
         m = _NATIVE_HEAD.search(text)
         if m:

@@ -554,3 +554,21 @@ def test_any_byte_cut_of_the_head_keeps_the_exception_type(name, data):
     assert exc_type in [t.exc_type for t in tbs]
     tb = next(t for t in tbs if t.exc_type == exc_type)
     assert tb.message in {"HiRadixCache only supports MHA, MLA, and NSA (DSA) models", "lookup failed"}
+
+
+def test_hostile_lines_are_linear_time():
+    """Long runs of spaces or dashes where a traceback part is expected must not backtrack."""
+    import time
+
+    from logforensics.pipeline import parse
+
+    hostile = [
+        b'  File "a.py", line 1, in ' + b" " * 200_000 + b"x",
+        b"  +" + b"-" * 200_000 + b"x",
+        b"(SGLangEngine pid=1) msg" + b" " * 200_000 + b"x [repeated 2x across cluster]",
+    ]
+    for line in hostile:
+        data = b"Traceback (most recent call last):\n" + line + b"\nValueError: boom\n"
+        start = time.perf_counter()
+        list(parse(data))
+        assert time.perf_counter() - start < 1.0, line[:40]
