@@ -256,13 +256,12 @@ class BulkStretch:
             self.last_request = item(last - rev.index(REQUEST), REQUEST)
         return True
 
-    def _items(self) -> list[tuple]:
+    def representatives(self) -> list[tuple]:
+        """The lines that go through the full pipeline, in file order, as
+        ``(number, offset, data, category)``."""
         items = {i for i in (self.first, self.first_prefill, self.last_prefill, self.first_decode,
                              self.last_decode, self.last_access, self.last_request) if i}
         return sorted(items)
-
-    def representatives(self) -> list[RawLine]:
-        return [RawLine(n, o, d) for n, o, d, _ in self._items()]
 
 
 @dataclass
@@ -333,7 +332,7 @@ class Analyzer:
             if isinstance(block, SpecialLine):
                 number += 1
                 if bulk.count:
-                    self._flush_bulk()
+                    self.flush_bulk()
                 self.feed(RawLine(number, offset, block.data, block.truncated, block.eol))
                 offset += block.size
                 continue
@@ -369,7 +368,7 @@ class Analyzer:
                         continue
                 size = len(tl[i])
                 if bulk.count:
-                    self._flush_bulk()
+                    self.flush_bulk()
                 self.feed(RawLine(number + i + 1, offset + pos, block[pos : pos + size]))
                 i += 1
                 pos += size + 1
@@ -405,24 +404,42 @@ class Analyzer:
         known.update(kept)
         return len(known) < TEMPLATE_MAX_COUNT // 2
 
-    def _flush_bulk(self) -> None:
-        """Feed a stretch of statistics lines' representatives and count the rest."""
+    def feed_fast(self, raw: RawLine) -> list[Event]:
+        """``feed`` for one line at a time (``logx watch``), with the statistics fast path:
+        while no traceback is open, a batch-stats or HTTP-200 line is only counted; the
+        stretch's representatives go through the full pipeline before the next other line
+        (or at ``flush_bulk``). Returns the events produced, as ``feed`` does."""
+        data = raw.data
+        if raw.eol and not raw.truncated and not self.events.assembler.has_open and (
+                not data or b"] Decode batch" in data or b"] Prefill batch" in data
+                or b'HTTP/1.1" 200' in data):
+            self._bulk.add(raw.number, raw.offset, data)
+            self.lines, self.bytes = raw.number, raw.offset + len(data) + 1
+            return []
+        return self.flush_bulk() + self.feed(raw)
+
+    def flush_bulk(self) -> list[Event]:
+        """Feed the pending stretch of statistics lines' representatives and count the rest;
+        returns the representatives' events."""
         bulk = self._bulk
-        items = bulk._items()
+        if not bulk.count:
+            return []
+        items = bulk.representatives()
         lines, size = self.lines, self.bytes
+        events: list[Event] = []
         for number, offset, data, _ in items:
-            self.feed(RawLine(number, offset, data))
+            events += self.feed(RawLine(number, offset, data))
         self.lines, self.bytes = lines, size
         run = self.tracker.current
         run.last_line = max(run.last_line, bulk.last_number)
         run.batches += bulk.batches - sum(1 for item in items if item[3] in (DECODE, PREFILL))
         run.requests += bulk.requests - sum(1 for item in items if item[3] == ACCESS)
         bulk.reset()
-
+        return events
 
     def finish(self) -> list[Event]:
         if self._bulk.count:
-            self._flush_bulk()
+            self.flush_bulk()
         out = self.events.finish()
         for event in out:
             self._dispatch(event)

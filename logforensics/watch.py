@@ -50,11 +50,6 @@ from rich.text import Text
 
 from . import staleness
 from .analysis import Analyzer, Options, run_facts
-
-try:  # the analysis' fast path for statistics lines (optional: watch works without it)
-    from .analysis import BulkStretch
-except ImportError:  # pragma: no cover
-    BulkStretch = None  # type: ignore[assignment,misc]
 from .catalog import Catalog, load_catalog
 from .findings import Evidence, Finding, Matcher, fill, rank
 from .follow import POLL_SECONDS, FollowItem, Tick, follow_file, follow_stream
@@ -627,7 +622,6 @@ class Watcher:
         self.eof = False
         self.live = False  # caught up with what the source held when the watch started
         self.synthetic: list[Finding] = []
-        self._bulk = BulkStretch() if BulkStretch is not None else None
 
     # — state ——————————————————————————————————————————————————————————————
 
@@ -681,41 +675,11 @@ class Watcher:
             self._check_findings(run)
 
     def feed(self, raw: RawLine) -> None:
-        """One line. Statistics lines (batch stats, successful HTTP access lines — the bulk of
-        a serving log, never a finding) take the analysis' fast path while no traceback is
-        open: counted, and only each stretch's first and latest lines go through the full
-        pipeline, at the next other line or idle tick (as ``explain`` reads a file)."""
-        data = raw.data
-        bulk = self._bulk
-        analyzer = self.analyzer
-        if bulk is not None and raw.eol and not raw.truncated and (
-                not data or b"] Decode batch" in data or b"] Prefill batch" in data
-                or b'HTTP/1.1" 200' in data) and not analyzer.events.assembler.has_open:
-            bulk.add(raw.number, raw.offset, data)
-            analyzer.lines = raw.number
-            analyzer.bytes = raw.offset + len(data) + 1
-            return
-        if bulk is not None and bulk.count:
-            self._flush_bulk()
-        self._ingest(analyzer.feed(raw))
+        """One line, through the analysis' per-line fast path for statistics lines."""
+        self._ingest(self.analyzer.feed_fast(raw))
 
     def _flush_bulk(self) -> None:
-        bulk = self._bulk
-        if bulk is None or not bulk.count:
-            return
-        analyzer = self.analyzer
-        keep = bulk.representatives()
-        lines, size = analyzer.lines, analyzer.bytes
-        events: list = []
-        for raw in keep:
-            events += analyzer.feed(raw)
-        analyzer.lines, analyzer.bytes = lines, size
-        run = analyzer.tracker.current
-        run.last_line = max(run.last_line, bulk.last_number)
-        run.batches += bulk.batches - sum(1 for r in keep if b" batch" in r.data)
-        run.requests += bulk.requests - sum(1 for r in keep if b"HTTP/" in r.data)
-        bulk.reset()
-        self._ingest(events)
+        self._ingest(self.analyzer.flush_bulk())
 
     def _check_phases(self, run: Run, events: list | None = None) -> None:
         best = self._phase_rank.get(run.index, -1)
