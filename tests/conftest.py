@@ -24,6 +24,23 @@ def make_catalog(*tables: dict) -> Catalog:
     return Catalog(patterns)
 
 
+# A child process for tests that need a real server stand-in: prints argv[2:] (``{ts}`` = local
+# time now, ``{pid}`` = its pid), then acts on argv[1]: ``sleepN``, ``exitN`` or ``kill9``.
+CHILD = """
+import datetime, os, sys, time
+action, lines = sys.argv[1], sys.argv[2:]
+for line in lines:
+    now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+    print(line.format(ts=now, pid=os.getpid()), flush=True)
+if action.startswith("sleep"):
+    time.sleep(float(action[5:]))
+elif action.startswith("exit"):
+    sys.exit(int(action[4:]))
+elif action == "kill9":
+    os.kill(os.getpid(), 9)
+"""
+
+
 def wait_for(pred, timeout: float = 4.0, interval: float = 0.01):
     """Poll ``pred`` until it returns something truthy or ``timeout`` passes; return its value."""
     deadline = time.monotonic() + timeout

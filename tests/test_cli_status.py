@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import wait_for
+from conftest import CHILD, wait_for
 from typer.testing import CliRunner
 
 from logforensics.cli import app
@@ -31,19 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 FMT = "%Y-%m-%d %H:%M:%S"
 runner = CliRunner()
 
-CHILD = """
-import datetime, os, sys, time
-action, lines = sys.argv[1], sys.argv[2:]
-for line in lines:
-    now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
-    print(line.format(ts=now, pid=os.getpid()), flush=True)
-if action.startswith("sleep"):
-    time.sleep(float(action[5:]))
-elif action.startswith("exit"):
-    sys.exit(int(action[4:]))
-elif action == "kill9":
-    os.kill(os.getpid(), 9)
-"""
 ARGS = "[{ts}] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=1, port=30000)"
 WEIGHTS = "[{ts} TP0] Load weight begin. avail mem=70.00 GB"
 STARTED = "[{ts}] INFO:     Started server process [{pid}]"

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import wait_for
+from conftest import CHILD, wait_for
 
 from logforensics.analysis import Analyzer, Options, explain
 from logforensics.launcher import launch, read_sidecar
@@ -31,20 +31,6 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs L
 PY = sys.executable
 FMT = "%Y-%m-%d %H:%M:%S"
 
-# A child: prints argv[2:] (``{ts}`` = local time now, ``{pid}`` = its pid), then acts on argv[1].
-CHILD = """
-import datetime, os, sys, time
-action, lines = sys.argv[1], sys.argv[2:]
-for line in lines:
-    now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
-    print(line.format(ts=now, pid=os.getpid()), flush=True)
-if action.startswith("sleep"):
-    time.sleep(float(action[5:]))
-elif action.startswith("exit"):
-    sys.exit(int(action[4:]))
-elif action == "kill9":
-    os.kill(os.getpid(), 9)
-"""
 
 ARGS = "[{ts}] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=1, mem_fraction_static=0.85, port=30000)"
 WEIGHTS = "[{ts} TP0] Load weight begin. avail mem=70.00 GB"
