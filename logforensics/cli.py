@@ -97,7 +97,7 @@ def explain_cmd(
     for report in results:
         if isinstance(report, SourceError):
             typer.echo(f"logx: {report}", err=True)
-            worst = max(worst, EXIT_USAGE)
+            worst = _combine(worst, EXIT_USAGE)
             continue
         if isinstance(report, ValueError):
             raise UsageError(str(report)) from None
