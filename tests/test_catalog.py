@@ -90,3 +90,20 @@ def test_search_times_out_instead_of_hanging():
 
     evil = regex.compile(r"(a+)+$")
     assert safe_search(evil, "a" * 40 + "!") is None
+
+
+def test_catalog_covers_every_root_cause_id_of_the_reference():
+    """Every id of ../shared/reference/root-causes.md has a pattern, except those the stale-log
+    detector and the engine produce themselves."""
+    from conftest import REPO
+
+    reference = REPO.parent / "shared" / "reference" / "root-causes.md"
+    if not reference.is_file():
+        pytest.skip(f"reference not found at {reference}")
+    import re
+
+    ids = set(re.findall(r"^- `([a-z0-9_]+)`", reference.read_text(), re.M))
+    produced_elsewhere = {"log_empty", "log_stale", "startup_hang", "process_died_without_traceback",
+                          "unclassified_exception"}
+    assert len(ids) > 50
+    assert sorted(ids - produced_elsewhere - set(load_catalog().by_id)) == []
