@@ -28,6 +28,9 @@ SEVERITY_RANK = {"fatal": 0, "error": 0, "warning": 1, "info": 2}
 # is not a failure of the server.
 _SKIP_LINE_KINDS = frozenset({"prefill_batch", "decode_batch", "request_log"})
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
+# Asides that only report a value: " (now {x})", " (exit code {x})", ", here {x}" — dropped
+# whole when the value is unknown.
+_ASIDE = re.compile(r" ?\([^(){}]{0,24}\{[A-Za-z_]\w*\}[^(){}]{0,20}\)|, (?:here|now) \{[A-Za-z_]\w*\}")
 
 
 @dataclass
@@ -504,10 +507,18 @@ def _phase_at(run: Run, hit: Hit) -> str:
 
 
 def fill(template: str, values: dict[str, Any]) -> str:
-    """Fill ``{name}`` placeholders; unknown names render as ``<name>``."""
+    """Fill ``{name}`` placeholders. A short parenthesis that only reports an unknown value
+    ("(now {max_running_requests})") is dropped; any other unknown name renders as ``<name>``."""
+
+    def known(name: str) -> bool:
+        return values.get(name) is not None
+
+    def drop_aside(m: re.Match[str]) -> str:
+        names = _PLACEHOLDER.findall(m.group(0))
+        return "" if names and not all(known(n) for n in names) else m.group(0)
 
     def sub(m: re.Match[str]) -> str:
         value = values.get(m.group(1))
         return f"<{m.group(1)}>" if value is None else str(value)
 
-    return _PLACEHOLDER.sub(sub, template)
+    return _PLACEHOLDER.sub(sub, _ASIDE.sub(drop_aside, template))

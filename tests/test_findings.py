@@ -148,3 +148,9 @@ def test_unknown_exception_the_server_survived_is_a_warning():
     assert report.findings[0].severity == "warning"
     assert "kept serving" in report.findings[0].explanation
     assert report.verdict == "ready" and report.exit_code == 0
+
+
+def test_an_aside_reporting_an_unknown_value_is_dropped():
+    from logforensics.findings import fill
+
+    assert fill("lower `--x` (now {x}) or `--y` (now {y}).", {"y": 4}) == "lower `--x` or `--y` (now 4)."
