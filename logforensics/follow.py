@@ -68,10 +68,6 @@ WAITING = Tick("waiting")
 FollowItem = RawLine | Tick
 
 
-def is_line(item: FollowItem) -> bool:
-    return isinstance(item, RawLine)
-
-
 def _identity(st: os.stat_result) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 

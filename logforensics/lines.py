@@ -68,11 +68,6 @@ class LogLine:
     eol: bool = True  # False when the input ended inside this line (no newline)
 
     @property
-    def prefixed(self) -> bool:
-        """True when the line carries a timestamp prefix (it starts a new log record)."""
-        return self.ts is not None
-
-    @property
     def stream(self) -> str:
         """Key of the process that wrote the line: wrapper + rank tag."""
         return f"{self.wrapper}|{self.tag}" if self.wrapper else self.tag

@@ -1307,11 +1307,11 @@ def kv_room_sentence(ledger: Ledger) -> str:
                        "use more GPUs instead.")
     else:
         out.append(f"No --mem-fraction-static up to {MFS_CAP} leaves {MIN_KV_ROOM_GIB:.0f} GiB: "
-                   + weights_budget_sentence(ledger, after_weights=True))
+                   + weights_budget_sentence(ledger))
     return " ".join(out)
 
 
-def weights_budget_sentence(ledger: Ledger, after_weights: bool = False) -> str:
+def weights_budget_sentence(ledger: Ledger) -> str:
     """How large the weights are per GPU against what a GPU can give them, and the ``--tp-size``
     at which they fit (``suggest_tp_size``)."""
     pre, pre_source = ledger.pre_for_formulas

@@ -122,7 +122,6 @@ class Run:
     requests: int = 0
     http_errors: int = 0
     tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
-    has_timestamps: bool = False
     last_serving_line: int = 0  # last batch or successful request: the server was alive there
     startup_seen: set = field(default_factory=set)  # (kind, stream) of startup lines seen
 
@@ -216,7 +215,6 @@ class RunTracker:
             if run.started_at is None:
                 run.started_at = ts
             run.ended_at = ts
-            run.has_timestamps = True
         if event.kind in STARTUP_KINDS:
             run.startup_seen.add((event.kind, event.line.stream))
         run.last_line = max(run.last_line, event.line.number if event.line.number > 0 else 0)

@@ -158,6 +158,7 @@ class Traceback:
             "stream": self.stream, "first_line": self.first_line, "last_line": self.last_line,
             "context": self.context, "type": self.exc_type, "message": self.message,
             "missing": self.missing, "exceptions": [e.to_dict() for e in self.exceptions],
+            "lines_elided": self.lines_elided,
         }
 
 

@@ -13,9 +13,9 @@ from logforensics.analysis import Analyzer, explain
 from logforensics.catalog import load_catalog
 from logforensics.cli import app
 from logforensics.pipeline import parse
+from logforensics.report import VERDICTS
 
 CATALOG = load_catalog()
-VERDICTS = {"failed", "ready", "running", "stale", "empty", "unknown"}
 SEVERITIES = {"fatal", "error", "warning", "info"}
 REPORT_KEYS = {"schema", "file", "verdict", "exit_code", "explained_run", "lines", "runs", "findings"}
 FINDING_KEYS = {"id", "title", "severity", "confidence", "phase", "run", "evidence", "explanation", "fix"}

@@ -107,7 +107,6 @@ def test_prefixes(raw, ts, tag, wrapper, level, message):
     ll = line(raw)
     assert fields(ll) == (ts, tag, wrapper, level, message)
     assert ll.text == raw.replace(" [repeated 2x across cluster]", "") or ll.text == raw
-    assert ll.prefixed is (ts is not None)
 
 
 def test_text_keeps_the_wrapper_for_evidence():
