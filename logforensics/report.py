@@ -6,7 +6,7 @@ rich markup; the caller's ``Console`` decides colour (a TTY, ``NO_COLOR``) and w
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console, Group
@@ -38,7 +38,6 @@ class Report:
     lines: int = 0
     bytes: int = 0
     status: Any = None  # staleness.Status when the stale-log detector ran
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def primary(self) -> Finding | None:
@@ -90,8 +89,6 @@ class Report:
         }
         if self.status is not None:
             out["status"] = self.status.to_dict()
-        for key, value in self.extra.items():
-            out.setdefault(key, value)
         return out
 
 
@@ -196,8 +193,6 @@ def _sections(report: Report, verbose: bool) -> list:
             "GPU memory was never touched: the run stopped in the "
             f"{report.primary.phase} phase, before any GPU allocation. No memory flag "
             "(--mem-fraction-static, --context-length, …) will help.", style="bold"))
-    for section in report.extra.get("_text_sections", []):
-        out.append(section)
     own = getattr(report.status, "findings", None) or []  # the stale-log detector's: always shown
     shown, symptoms, hidden = split_findings(report.findings, verbose, own)
     if not report.findings:
