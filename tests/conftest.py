@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -64,3 +67,28 @@ def write_log(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture
+def spawn():
+    """Start children (optionally writing to a log) and kill/reap them afterwards."""
+    procs: list[subprocess.Popen] = []
+    files = []
+
+    def _spawn(action: str, *lines: str, log: Path | None = None, extra: tuple[str, ...] = ()) -> subprocess.Popen:
+        out = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115 - closed below
+        if log is not None:
+            files.append(out)
+        p = subprocess.Popen([sys.executable, "-c", CHILD, action, *lines, *extra], stdin=subprocess.DEVNULL,
+                             stdout=out, stderr=out)
+        procs.append(p)
+        return p
+
+    yield _spawn
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=2)
+    for f in files:
+        f.close()

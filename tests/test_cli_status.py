@@ -140,31 +140,9 @@ def test_status_several_files_worst_exit(tmp_path, old_log):
     assert [d["status"]["state"] for d in data] == ["FRESH", "EMPTY"]
 
 
-@pytest.fixture
-def child():
-    procs: list[subprocess.Popen] = []
-    files = []
-
-    def _child(action: str, *lines: str, log: Path) -> subprocess.Popen:
-        out = open(log, "ab")  # noqa: SIM115 - closed below
-        files.append(out)
-        p = subprocess.Popen([PY, "-c", CHILD, action, *lines], stdin=subprocess.DEVNULL, stdout=out, stderr=out)
-        procs.append(p)
-        return p
-
-    yield _child
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            p.wait(timeout=2)
-    for f in files:
-        f.close()
-
-
-def test_status_silent_and_dead_with_pid(tmp_path, child):
+def test_status_silent_and_dead_with_pid(tmp_path, spawn):
     log = tmp_path / "server.log"
-    p = child("sleep5", ARGS, WEIGHTS, log=log)
+    p = spawn("sleep5", ARGS, WEIGHTS, log=log)
     assert wait_for(lambda: log.read_text().count("\n") >= 2)
     time.sleep(0.5)
     res = invoke("status", "--json", "--pid", p.pid, "--silence", "0.3", log)

@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -60,31 +59,6 @@ def stamp(dt: datetime, *lines: str, pid: int = 999_999_1) -> str:
 def age_file(path: Path, seconds: float) -> None:
     t = time.time() - seconds
     os.utime(path, (t, t))
-
-
-@pytest.fixture
-def spawn():
-    """Start children (optionally writing to a log) and kill/reap them afterwards."""
-    procs: list[subprocess.Popen] = []
-    files = []
-
-    def _spawn(action: str, *lines: str, log: Path | None = None, extra: tuple[str, ...] = ()) -> subprocess.Popen:
-        out = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115 - closed below
-        if log is not None:
-            files.append(out)
-        p = subprocess.Popen([PY, "-c", CHILD, action, *lines, *extra], stdin=subprocess.DEVNULL,
-                             stdout=out, stderr=out)
-        procs.append(p)
-        return p
-
-    yield _spawn
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            p.wait(timeout=2)
-    for f in files:
-        f.close()
 
 
 def wait_lines(log: Path, n: int) -> None:
