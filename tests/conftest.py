@@ -43,6 +43,37 @@ elif action == "kill9":
     os.kill(os.getpid(), 9)
 """
 
+# A writer process driven by a JSON list of steps: ["w", text] writes, flushes and reports the
+# write time on stderr; ["sleep", s]; ["truncate"] (copytruncate: it keeps appending to the same
+# file); ["rotate"] (mv path path.1, then a new path); ["rotate_gap", s] (the new file appears s
+# later); ["wait", path] (until that file exists); ["exit", code]. Path "-" writes to stdout.
+WRITER = r"""
+import json, os, sys, time
+path, steps = sys.argv[1], json.loads(sys.argv[2])
+out = sys.stdout.buffer if path == "-" else None  # a file is opened (created) at the first write
+for step in steps:
+    kind = step[0]
+    if kind == "w":
+        if out is None:
+            out = open(path, "ab", buffering=0)
+        out.write(step[1].encode()); out.flush()
+        sys.stderr.write("wrote %r %.6f\n" % (step[1][:20], time.monotonic())); sys.stderr.flush()
+    elif kind == "sleep":
+        time.sleep(step[1])
+    elif kind == "truncate":
+        os.truncate(path, 0)
+    elif kind in ("rotate", "rotate_gap"):
+        out.close(); os.rename(path, path + ".1")
+        if kind == "rotate_gap":
+            time.sleep(step[1])
+        out = open(path, "ab", buffering=0)
+    elif kind == "wait":
+        while not os.path.exists(step[1]):
+            time.sleep(0.01)
+    elif kind == "exit":
+        sys.exit(step[1])
+"""
+
 
 def wait_for(pred, timeout: float = 4.0, interval: float = 0.01):
     """Poll ``pred`` until it returns something truthy or ``timeout`` passes; return its value."""

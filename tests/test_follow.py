@@ -11,33 +11,10 @@ import sys
 import time
 
 import pytest
+from conftest import WRITER
 
 from logforensics.follow import IDLE, Tick, follow_file, follow_stream
 from logforensics.sources import RawLine, SourceError
-
-# A writer process driven by a JSON list of steps: ["w", text] writes and flushes,
-# ["sleep", s], ["truncate"] (copytruncate: the writer keeps appending to the same file),
-# ["rotate"] (mv path path.1, then a new path), ["rotate_gap", s] (the new file appears s later).
-WRITER = r"""
-import json, os, sys, time
-path, steps = sys.argv[1], json.loads(sys.argv[2])
-out = sys.stdout.buffer if path == "-" else None  # a file is opened (created) at the first write
-for step in steps:
-    kind = step[0]
-    if kind == "w":
-        if out is None:
-            out = open(path, "ab", buffering=0)
-        out.write(step[1].encode()); out.flush()
-    elif kind == "sleep":
-        time.sleep(step[1])
-    elif kind == "truncate":
-        os.truncate(path, 0)
-    elif kind in ("rotate", "rotate_gap"):
-        out.close(); os.rename(path, path + ".1")
-        if kind == "rotate_gap":
-            time.sleep(step[1])
-        out = open(path, "ab", buffering=0)
-"""
 
 
 @pytest.fixture
@@ -45,6 +22,7 @@ def writer():
     procs: list[subprocess.Popen] = []
 
     def start(path, steps, **kw) -> subprocess.Popen:
+        kw.setdefault("stderr", subprocess.DEVNULL)  # the writer reports its write times there
         p = subprocess.Popen([sys.executable, "-c", WRITER, str(path), json.dumps(steps)],
                              stdin=subprocess.DEVNULL, **kw)
         procs.append(p)

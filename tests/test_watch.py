@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from conftest import WRITER
 from rich.console import Console
 
 from logforensics.analysis import explain
@@ -36,29 +37,6 @@ REPO = Path(__file__).resolve().parent.parent
 LOGX = [sys.executable, "-m", "logforensics", "watch"]
 CATALOG_IDS = {p.id for p in load_catalog().patterns}
 
-WRITER = r"""
-import json, os, sys, time
-path, steps = sys.argv[1], json.loads(sys.argv[2])
-out = sys.stdout.buffer if path == "-" else None  # a file is opened (created) at the first write
-for step in steps:
-    kind = step[0]
-    if kind == "w":
-        if out is None:
-            out = open(path, "ab", buffering=0)
-        out.write(step[1].encode()); out.flush()
-        sys.stderr.write("wrote %r %.6f\n" % (step[1][:20], time.monotonic())); sys.stderr.flush()
-    elif kind == "sleep":
-        time.sleep(step[1])
-    elif kind == "truncate":
-        os.truncate(path, 0)
-    elif kind == "rotate":
-        out.close(); os.rename(path, path + ".1"); out = open(path, "ab", buffering=0)
-    elif kind == "wait":  # until the test says go (a file appears)
-        while not os.path.exists(step[1]):
-            time.sleep(0.01)
-    elif kind == "exit":
-        sys.exit(step[1])
-"""
 
 
 def ts(sec: int) -> str:
