@@ -25,6 +25,11 @@ from .runs import PHASE_RANK, Run, RunTracker
 from .sources import RawLine, SourceError, SpecialLine, check_readable, iter_blocks, read_chunks
 from .tracebacks import TracebackAssembler
 
+try:
+    from ._scan import Templates as ScanTemplates
+except ImportError:  # not built (no C compiler at install): the same scan runs in Python
+    ScanTemplates = None
+
 MAMBA_FLAG_OLD = "--mamba-scheduler-strategy"
 MAMBA_FLAG_NEW = "--mamba-radix-cache-strategy"
 GRAPH_BS_OLD = "--cuda-graph-max-bs"
@@ -256,6 +261,36 @@ class BulkStretch:
             self.last_request = item(last - rev.index(REQUEST), REQUEST)
         return True
 
+    def add_scanned(self, block: bytes, number: int, offset: int, scanned: tuple) -> None:
+        """What ``Templates.scan`` consumed of ``block`` (``offset``: the block's; ``number``:
+        that of the line before the first one scanned)."""
+        _end, lines, decode, prefill, access, request = scanned
+        self.count += lines
+        self.last_number = number + lines
+        self.batches += decode[0] + prefill[0]
+        self.requests += access[0]
+
+        def item(index: int, at: int, cat: int) -> tuple:
+            return (number + index + 1, offset + at, block[at : block.index(b"\n", at)], cat)
+
+        if self.first is None:
+            firsts = [(places[1], places[2], cat) for cat, places in
+                      ((DECODE, decode), (PREFILL, prefill), (ACCESS, access), (REQUEST, request)) if places[0]]
+            if firsts:  # else blank lines only
+                self.first = item(*min(firsts))
+        if decode[0]:
+            if self.first_decode is None:
+                self.first_decode = item(decode[1], decode[2], DECODE)
+            self.last_decode = item(decode[3], decode[4], DECODE)
+        if prefill[0]:
+            if self.first_prefill is None:
+                self.first_prefill = item(prefill[1], prefill[2], PREFILL)
+            self.last_prefill = item(prefill[3], prefill[4], PREFILL)
+        if access[0]:
+            self.last_access = item(access[3], access[4], ACCESS)
+        if request[0]:
+            self.last_request = item(request[3], request[4], REQUEST)
+
     def representatives(self) -> list[tuple]:
         """The lines that go through the full pipeline, in file order, as
         ``(number, offset, data, category)``."""
@@ -278,7 +313,9 @@ class Options:
 class Analyzer:
     """Streams raw lines through lines → events → tracebacks → runs → catalog hits."""
 
-    def __init__(self, catalog: Catalog | None = None):
+    def __init__(self, catalog: Catalog | None = None, *, native_scan: bool | None = None):
+        """``native_scan``: use the C statistics scan (default: when it is built and
+        ``LOGX_PURE_PYTHON`` is not set); the results are the same either way."""
         self.catalog = catalog or load_catalog()
         self.events = EventStream()
         self.tracker = RunTracker()
@@ -288,6 +325,11 @@ class Analyzer:
         self._bulk = BulkStretch()
         self._templates: dict[bytes, int] = {b"": BLANK}  # fast path: template -> category
         self._request_heads: dict[bytes, int] = {}  # fast path: request-log head template -> category
+        if native_scan is None:
+            native_scan = not os.environ.get("LOGX_PURE_PYTHON")
+        self._scanner = ScanTemplates() if native_scan and ScanTemplates is not None else None
+        if self._scanner is not None:
+            self._scanner.add(b"", BLANK)
         # stale-log detector: the run of interest starts at this byte (a sidecar's log_offset)
         self.start_offset: int | None = None
         self.start_line: int | None = None
@@ -318,69 +360,118 @@ class Analyzer:
         path, exactly as ``feed`` would.
 
         A line is recognised by its *template*: its bytes with every digit made ``0``. Each
-        new template is run once through the full path (``learn_template``); after that, a
-        block of lines is classified at C speed (``bytes.translate``, ``split``, a dict lookup
-        per line through ``map``, ``list.count``), with no per-line Python code for the lines
-        that are only counted."""
+        new template is run once through the full path (``learn_template``); after that, lines
+        of a known template are counted without per-line Python code: by the C scan
+        (``logforensics._scan``) when it is built, else by classifying a whole block at C speed
+        (``bytes.translate``, ``split``, a dict lookup per line through ``map``,
+        ``list.count``)."""
         number, offset = self.lines, self.bytes
-        bulk = self._bulk
-        assembler = self.events.assembler
-        tokenizer = self.events.tokenizer
-        known = self._templates
-        get = known.get
+        consume_block = self._scan_block if self._scanner is not None else self._classify_block
         for block in iter_blocks(chunks):
             if isinstance(block, SpecialLine):
                 number += 1
-                if bulk.count:
+                if self._bulk.count:
                     self.flush_bulk()
                 self.feed(RawLine(number, offset, block.data, block.truncated, block.eol))
                 offset += block.size
                 continue
-            tl = block.translate(_DIGITS).split(b"\n")
-            tl.pop()
-            cats = list(map(get, tl, _ZEROS))
-            n = len(cats)
-            i = pos = 0
-            while i < n:
-                if not assembler.has_open:
-                    try:
-                        j = cats.index(OTHER, i)
-                    except ValueError:
-                        j = n
-                    if j > i:
-                        end = len(block) if j == n else pos + sum(map(len, tl[i:j])) + (j - i)
-                        if not bulk.add_segment(block, tl, cats, i, j, pos, end, number, offset):
-                            _demote_non_200(block, tl, cats, i, j, pos)
-                            continue
-                        i, pos = j, end
-                        if i == n:
-                            break
-                    t = tl[i]
-                    if len(t) <= TEMPLATE_MAX_BYTES and t not in known and self._room_for_template():
-                        cat = known[t] = learn_template(tokenizer, block[pos : pos + len(t)], t)
-                        if cat:
-                            cats[i] = cat
-                            continue
-                    if len(t) > 40 and b": obj=" in t[:200] and self._is_request_log(t, block, pos):
-                        bulk.add_request(number + i + 1, offset + pos, block[pos : pos + len(t)])
-                        i += 1
-                        pos += len(t) + 1
-                        continue
-                size = len(tl[i])
-                if bulk.count:
-                    self.flush_bulk()
-                self.feed(RawLine(number + i + 1, offset + pos, block[pos : pos + size]))
-                i += 1
-                pos += size + 1
-            number += n
+            number += consume_block(block, number, offset)
             offset += len(block)
         self.lines, self.bytes = number, offset
+
+    def _scan_block(self, block: bytes, number: int, offset: int) -> int:
+        """``consume`` for one block of complete lines (``number``, ``offset``: those before
+        it) with the C scan; returns the block's line count."""
+        scan = self._scanner.scan  # type: ignore[union-attr]
+        bulk = self._bulk
+        assembler = self.events.assembler
+        size = len(block)
+        pos = i = 0  # byte offset and index of the block's next line
+        while pos < size:
+            if not assembler.has_open:
+                scanned = scan(block, pos)
+                if scanned[1]:
+                    bulk.add_scanned(block, number + i, offset, scanned)
+                    pos, i = scanned[0], i + scanned[1]
+                    if pos == size:
+                        break
+            nl = block.index(b"\n", pos)
+            data = block[pos:nl]
+            if not assembler.has_open:
+                t = data.translate(_DIGITS)
+                if self._learn(t, data):
+                    continue  # a new statistics template: scan again from this line
+                if self._is_request_log(t, block, pos):
+                    bulk.add_request(number + i + 1, offset + pos, data)
+                    i, pos = i + 1, nl + 1
+                    continue
+            if bulk.count:
+                self.flush_bulk()
+            self.feed(RawLine(number + i + 1, offset + pos, data))
+            i, pos = i + 1, nl + 1
+        return i
+
+    def _classify_block(self, block: bytes, number: int, offset: int) -> int:
+        """``consume`` for one block of complete lines without the C scan: every line is
+        classified at C speed by its template; returns the block's line count."""
+        bulk = self._bulk
+        assembler = self.events.assembler
+        get = self._templates.get
+        tl = block.translate(_DIGITS).split(b"\n")
+        tl.pop()
+        cats = list(map(get, tl, _ZEROS))
+        n = len(cats)
+        i = pos = 0
+        while i < n:
+            if not assembler.has_open:
+                try:
+                    j = cats.index(OTHER, i)
+                except ValueError:
+                    j = n
+                if j > i:
+                    end = len(block) if j == n else pos + sum(map(len, tl[i:j])) + (j - i)
+                    if not bulk.add_segment(block, tl, cats, i, j, pos, end, number, offset):
+                        _demote_non_200(block, tl, cats, i, j, pos)
+                        continue
+                    i, pos = j, end
+                    if i == n:
+                        break
+                t = tl[i]
+                data = block[pos : pos + len(t)]
+                if self._learn(t, data):  # the block's later lines of this template count too
+                    cats[i:] = map(get, tl[i:], _ZEROS)
+                    continue
+                if self._is_request_log(t, block, pos):
+                    bulk.add_request(number + i + 1, offset + pos, data)
+                    i += 1
+                    pos += len(t) + 1
+                    continue
+            size = len(tl[i])
+            if bulk.count:
+                self.flush_bulk()
+            self.feed(RawLine(number + i + 1, offset + pos, block[pos : pos + size]))
+            i += 1
+            pos += size + 1
+        return n
+
+    def _learn(self, t: bytes, data: bytes) -> bool:
+        """Learn the template ``t`` of the line ``data`` if it is new; True when it is a new
+        statistics template (the line and its like are then counted, not fed)."""
+        known = self._templates
+        if len(t) > TEMPLATE_MAX_BYTES or t in known or not self._room_for_template():
+            return False
+        cat = known[t] = learn_template(self.events.tokenizer, data, t)
+        if cat and self._scanner is not None:
+            self._scanner.add(t, cat)
+        return cat != OTHER
 
     def _is_request_log(self, t: bytes, block: bytes, pos: int) -> bool:
         """Whether the line at ``pos`` (template ``t``) is a ``--log-requests`` line, which the
         full path makes a ``request_log`` event whatever follows its head
         (``[…] Receive: obj=``): the head's template is checked once through the full path.
         A carriage return could make the terminal show another text: such lines are not."""
+        if len(t) <= 40 or b": obj=" not in t[:200]:
+            return False
         head = t[: t.find(b": obj=") + 6]
         heads = self._request_heads
         cat = heads.get(head)

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import os
+
+import pytest
 from conftest import log_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logforensics.analysis import Analyzer, Options, explain, mamba_strategy_flag
+from logforensics.analysis import (
+    ACCESS,
+    BLANK,
+    DECODE,
+    PREFILL,
+    REQUEST,
+    TEMPLATE_MAX_BYTES,
+    Analyzer,
+    Options,
+    ScanTemplates,
+    explain,
+    mamba_strategy_flag,
+)
 from logforensics.catalog import load_catalog
 from logforensics.pipeline import raw_lines
 from logforensics.runs import Run
@@ -58,20 +73,61 @@ def slow(data: bytes) -> Analyzer:
     return analyzer
 
 
-def fast(data: bytes, cut: int) -> Analyzer:
-    analyzer = Analyzer(CATALOG)
+def fast(data: bytes, cut: int, native: bool = True) -> Analyzer:
+    analyzer = Analyzer(CATALOG, native_scan=native)
     analyzer.consume(data[i : i + cut] for i in range(0, len(data), cut))
     analyzer.finish()
     return analyzer
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(LINES), max_size=40), st.integers(1, 300), st.booleans())
-def test_fast_path_equals_line_by_line(lines, cut, final_newline):
+def test_fast_path_equals_line_by_line(native, lines, cut, final_newline):
     data = log_bytes(*lines, newline_at_end=final_newline) if lines else b""
-    a, b = fast(data, cut), slow(data)
+    a, b = fast(data, cut, native), slow(data)
     assert a.report("x").to_json() == b.report("x").to_json()
     assert (a.lines, a.bytes) == (b.lines, b.bytes)
+
+
+def test_c_scan_is_built_where_required():
+    """CI sets LOGX_REQUIRE_C_SCAN: there the C scan must be built, so the tests above test it."""
+    if ScanTemplates is None:
+        if os.environ.get("LOGX_REQUIRE_C_SCAN"):
+            pytest.fail("logforensics._scan is not built (the C compiler or Python headers are missing?)")
+        pytest.skip("the C scan is not built here; the Python scan is tested alone")
+    assert Analyzer(CATALOG)._scanner is not None
+    assert Analyzer(CATALOG, native_scan=False)._scanner is None
+
+
+def test_c_scan_categories_match_the_python_ones():
+    if ScanTemplates is None:
+        pytest.skip("the C scan is not built here")
+    from logforensics import _scan
+
+    assert (_scan.DECODE, _scan.PREFILL, _scan.ACCESS, _scan.REQUEST, _scan.BLANK) == \
+        (DECODE, PREFILL, ACCESS, REQUEST, BLANK)
+    assert _scan.MAX_TEMPLATE == TEMPLATE_MAX_BYTES
+
+
+def test_c_scan_stops_at_the_first_line_it_does_not_know():
+    if ScanTemplates is None:
+        pytest.skip("the C scan is not built here")
+    table = ScanTemplates()
+    table.add(b"[0] Decode batch 00", DECODE)
+    table.add(b'[0] "GET / HTTP/0.0" 000 OK', ACCESS)
+    block = b'[1] Decode batch 42\n[2] "GET / HTTP/1.1" 200 OK\n[3] Decode batch 17\n[4] "GET / HTTP/1.1" 500 OK\n'
+    end, lines, decode, prefill, access, request = table.scan(block, 0)
+    assert block[end:].startswith(b'[4] "GET') and lines == 3
+    assert decode == (2, 0, 0, 2, block.index(b"[3]")) and access == (1, 1, block.index(b"[2]"), 1, block.index(b"[2]"))
+    assert prefill == request == (0, -1, -1, -1, -1)
+    assert table.scan(block, end)[1] == 0  # a 500 is not counted
+    assert table.scan(b"[1] Decode batch 4", 0)[1] == 0  # no newline: not a complete line
+    assert table.scan(b"x" * 2000 + b"\n", 0)[1] == 0  # over the template cap
+    with pytest.raises(ValueError):
+        table.scan(block, len(block) + 1)
+    with pytest.raises(ValueError):
+        table.add(b"x", 0)
 
 
 def test_long_lines_are_cut_in_blocks_without_loading_them():

@@ -1,0 +1,258 @@
+/* The statistics scan of ``Analyzer.consume`` in C (optional: analysis.py has the same
+ * logic in Python and uses it when this module is not built).
+ *
+ * A serving log is mostly batch-statistics and HTTP-200 access lines. The analysis learns,
+ * through its full pipeline, which line *templates* (the line with every digit made '0') are
+ * such lines; ``Templates.scan`` then walks a block of complete lines and consumes every line
+ * whose template is a learned one, stopping at the first line that is not (an unknown
+ * template, an access line that is not a 200, a line longer than the template cap). It
+ * returns the counts and the positions of the lines that represent the stretch, so the
+ * caller feeds only those through the full pipeline. No Python object is made per line.
+ *
+ * Categories are small ints shared with analysis.py (a test checks they agree).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { OTHER = 0, DECODE = 1, PREFILL = 2, ACCESS = 3, REQUEST = 4, BLANK = 5 };
+
+#define MAX_TEMPLATE 1024 /* analysis.TEMPLATE_MAX_BYTES: longer lines are never statistics */
+
+static const char OK_END[] = "\" 200 OK"; /* an access line counted here must end so */
+#define OK_END_LEN 8
+
+typedef struct {
+    uint64_t hash;
+    PyObject *template; /* bytes, owned; NULL = empty slot */
+    int category;
+} Entry;
+
+typedef struct {
+    PyObject_HEAD
+    Entry *slots;
+    Py_ssize_t capacity; /* a power of two */
+    Py_ssize_t used;
+} TemplatesObject;
+
+/* A fast hash over 8-byte words (the key is verified with memcmp, so it only has to spread). */
+static uint64_t
+hash_bytes(const unsigned char *p, Py_ssize_t len)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)len;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+    }
+    if (i < len) {
+        uint64_t w = 0;
+        memcpy(&w, p + i, (size_t)(len - i));
+        h = (h ^ w) * 0xC4CEB9FE1A85EC53ULL;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+static Entry *
+find_slot(Entry *slots, Py_ssize_t capacity, uint64_t hash, const unsigned char *key, Py_ssize_t len)
+{
+    Py_ssize_t mask = capacity - 1;
+    Py_ssize_t i = (Py_ssize_t)(hash & (uint64_t)mask);
+    for (;;) {
+        Entry *e = &slots[i];
+        if (e->template == NULL)
+            return e;
+        if (e->hash == hash && PyBytes_GET_SIZE(e->template) == len
+                && memcmp(PyBytes_AS_STRING(e->template), key, (size_t)len) == 0)
+            return e;
+        i = (i + 1) & mask;
+    }
+}
+
+static int
+grow(TemplatesObject *self)
+{
+    Py_ssize_t capacity = self->capacity ? self->capacity * 2 : 64;
+    Entry *slots = PyMem_Calloc((size_t)capacity, sizeof(Entry));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < self->capacity; i++) {
+        Entry *old = &self->slots[i];
+        if (old->template == NULL)
+            continue;
+        Entry *e = find_slot(slots, capacity, old->hash, (const unsigned char *)PyBytes_AS_STRING(old->template),
+                             PyBytes_GET_SIZE(old->template));
+        *e = *old;
+    }
+    PyMem_Free(self->slots);
+    self->slots = slots;
+    self->capacity = capacity;
+    return 0;
+}
+
+static void
+Templates_dealloc(TemplatesObject *self)
+{
+    for (Py_ssize_t i = 0; i < self->capacity; i++)
+        Py_CLEAR(self->slots[i].template);
+    PyMem_Free(self->slots);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+Templates_add(TemplatesObject *self, PyObject *args)
+{
+    PyObject *template;
+    int category;
+    if (!PyArg_ParseTuple(args, "Si:add", &template, &category))
+        return NULL;
+    if (category <= OTHER || category > BLANK) {
+        PyErr_SetString(PyExc_ValueError, "category must be DECODE, PREFILL, ACCESS, REQUEST or BLANK");
+        return NULL;
+    }
+    if (PyBytes_GET_SIZE(template) > MAX_TEMPLATE) {
+        PyErr_SetString(PyExc_ValueError, "template longer than the template cap");
+        return NULL;
+    }
+    if ((self->used + 1) * 2 > self->capacity && grow(self) < 0)
+        return NULL;
+    const unsigned char *key = (const unsigned char *)PyBytes_AS_STRING(template);
+    Py_ssize_t len = PyBytes_GET_SIZE(template);
+    uint64_t hash = hash_bytes(key, len);
+    Entry *e = find_slot(self->slots, self->capacity, hash, key, len);
+    if (e->template == NULL) {
+        Py_INCREF(template);
+        e->template = template;
+        e->hash = hash;
+        self->used++;
+    }
+    e->category = category;
+    Py_RETURN_NONE;
+}
+
+static Py_ssize_t
+Templates_len(TemplatesObject *self)
+{
+    return self->used;
+}
+
+/* scan(block, pos) -> (end, lines, decode, prefill, access, request)
+ * ``end`` is the offset of the first line not consumed (``len(block)`` when all were),
+ * ``lines`` how many were. Each category gives (count, first_index, first_offset, last_index,
+ * last_offset): indexes count lines from ``pos``, offsets are byte offsets of line starts in
+ * ``block``; -1 when the category has no line. */
+static PyObject *
+Templates_scan(TemplatesObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t pos;
+    if (!PyArg_ParseTuple(args, "y*n:scan", &view, &pos))
+        return NULL;
+    const char *data = view.buf;
+    Py_ssize_t size = view.len;
+    if (pos < 0 || pos > size) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "pos outside the block");
+        return NULL;
+    }
+    Py_ssize_t lines = 0, counts[BLANK + 1] = {0};
+    Py_ssize_t first[BLANK + 1], last[BLANK + 1], first_at[BLANK + 1], last_at[BLANK + 1];
+    for (int c = 0; c <= BLANK; c++)
+        first[c] = last[c] = first_at[c] = last_at[c] = -1;
+    unsigned char buf[MAX_TEMPLATE];
+    Entry *slots = self->slots;
+    Py_ssize_t capacity = self->capacity;
+    while (pos < size && capacity) {
+        const char *line = data + pos;
+        const char *nl = memchr(line, '\n', (size_t)(size - pos));
+        if (nl == NULL)
+            break;
+        Py_ssize_t len = nl - line;
+        if (len > MAX_TEMPLATE)
+            break;
+        for (Py_ssize_t k = 0; k < len; k++) {
+            unsigned char ch = (unsigned char)line[k];
+            buf[k] = (ch >= '1' && ch <= '9') ? '0' : ch;
+        }
+        Entry *e = find_slot(slots, capacity, hash_bytes(buf, len), buf, len);
+        if (e->template == NULL)
+            break;
+        int category = e->category;
+        if (category == ACCESS && (len < OK_END_LEN || memcmp(line + len - OK_END_LEN, OK_END, OK_END_LEN) != 0))
+            break;
+        counts[category]++;
+        if (first[category] < 0) {
+            first[category] = lines;
+            first_at[category] = pos;
+        }
+        last[category] = lines;
+        last_at[category] = pos;
+        lines++;
+        pos += len + 1;
+    }
+    PyBuffer_Release(&view);
+#define PLACES(c) counts[c], first[c], first_at[c], last[c], last_at[c]
+    return Py_BuildValue("(nn(nnnnn)(nnnnn)(nnnnn)(nnnnn))", pos, lines, PLACES(DECODE), PLACES(PREFILL),
+                         PLACES(ACCESS), PLACES(REQUEST));
+#undef PLACES
+}
+
+static PyMethodDef Templates_methods[] = {
+    {"add", (PyCFunction)Templates_add, METH_VARARGS,
+     "add(template, category): learn a statistics template (digits as '0', no newline)."},
+    {"scan", (PyCFunction)Templates_scan, METH_VARARGS,
+     "scan(block, pos) -> (end, lines, decode, prefill, access, request): consume the statistics "
+     "lines of block from byte pos on; each category is (count, first_index, first_offset, "
+     "last_index, last_offset)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods Templates_as_sequence = {
+    .sq_length = (lenfunc)Templates_len,
+};
+
+static PyTypeObject TemplatesType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "logforensics._scan.Templates",
+    .tp_doc = PyDoc_STR("Learned statistics-line templates and the scan that counts their lines."),
+    .tp_basicsize = sizeof(TemplatesObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)Templates_dealloc,
+    .tp_methods = Templates_methods,
+    .tp_as_sequence = &Templates_as_sequence,
+};
+
+static struct PyModuleDef scan_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "logforensics._scan",
+    .m_doc = PyDoc_STR("C scan of statistics lines for logforensics.analysis (optional)."),
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__scan(void)
+{
+    if (PyType_Ready(&TemplatesType) < 0)
+        return NULL;
+    PyObject *module = PyModule_Create(&scan_module);
+    if (module == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(module, "Templates", (PyObject *)&TemplatesType) < 0
+            || PyModule_AddIntConstant(module, "DECODE", DECODE) < 0
+            || PyModule_AddIntConstant(module, "PREFILL", PREFILL) < 0
+            || PyModule_AddIntConstant(module, "ACCESS", ACCESS) < 0
+            || PyModule_AddIntConstant(module, "REQUEST", REQUEST) < 0
+            || PyModule_AddIntConstant(module, "BLANK", BLANK) < 0
+            || PyModule_AddIntConstant(module, "MAX_TEMPLATE", MAX_TEMPLATE) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
