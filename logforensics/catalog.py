@@ -31,16 +31,44 @@ class CatalogError(Exception):
     """A pattern file or pattern that cannot be used; the message is one line."""
 
 
+class Regex:
+    """A catalog regex, compiled on first use. The bundled catalog's ~230 regexes take about
+    60 ms to compile, more than a small log takes to explain, and a run needs a handful. Has the
+    ``regex.Pattern`` methods logx uses; a user's own patterns are compiled at load (so a bad
+    one is reported there, see ``load_catalog``), the bundled ones are checked by the tests."""
+
+    __slots__ = ("pattern", "_compiled")
+
+    def __init__(self, pattern: str):
+        self.pattern = pattern
+        self._compiled: regex.Pattern | None = None
+
+    @property
+    def compiled(self) -> regex.Pattern:
+        if self._compiled is None:
+            self._compiled = regex.compile(self.pattern)
+        return self._compiled
+
+    def search(self, *args, **kwargs):
+        return self.compiled.search(*args, **kwargs)
+
+    def fullmatch(self, *args, **kwargs):
+        return self.compiled.fullmatch(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Regex({self.pattern!r})"
+
+
 @dataclass(slots=True)
 class MatchSpec:
     """One ``[[pattern.match]]`` table, compiled. Absent keys are ``None``."""
 
-    exception: regex.Pattern | None = None
-    message: regex.Pattern | None = None
-    frame: regex.Pattern | None = None
-    raising_frame: regex.Pattern | None = None
-    context: regex.Pattern | None = None
-    line: regex.Pattern | None = None
+    exception: Regex | None = None
+    message: Regex | None = None
+    frame: Regex | None = None
+    raising_frame: Regex | None = None
+    context: Regex | None = None
+    line: Regex | None = None
     condition: str | None = None
 
     @property
@@ -86,9 +114,6 @@ class Catalog:
         self.line_specs = [(p, s) for p in self.patterns for s in p.matches if s.kind == "line"]
         self.condition_specs = [(p, s) for p in self.patterns for s in p.matches
                                 if s.kind == "condition"]
-        # One alternation of every line regex: a single search rejects most lines at once.
-        alternatives = [f"(?:{s.line.pattern})" for _, s in self.line_specs if s.line]
-        self.line_prefilter = (regex.compile("|".join(alternatives)) if alternatives else None)
 
 
 def builtin_dir() -> Path:
@@ -110,15 +135,17 @@ def pattern_dirs(extra: list[str | os.PathLike] | None = None) -> list[Path]:
 
 
 def load_catalog(extra: list[str | os.PathLike] | None = None, builtin: bool = True) -> Catalog:
-    """Load every pattern file; raise ``CatalogError`` on the first problem."""
+    """Load every pattern file; raise ``CatalogError`` on the first problem. Regexes of the
+    bundled catalog are compiled on first use, those of other directories at once."""
     dirs = pattern_dirs(extra) if builtin else [Path(p) for p in (extra or [])]
+    bundled = builtin_dir()
     merged: dict[str, Pattern] = {}
     for directory in dirs:
         if not directory.is_dir():
             raise CatalogError(f"{directory}: pattern directory not found")
         seen_here: dict[str, str] = {}
         for file in sorted(directory.rglob("*.toml")):
-            for pattern in load_file(file):
+            for pattern in load_file(file, compile_now=directory != bundled):
                 if pattern.id in seen_here:
                     raise CatalogError(
                         f"{file}: pattern {pattern.id}: duplicate id "
@@ -128,7 +155,7 @@ def load_catalog(extra: list[str | os.PathLike] | None = None, builtin: bool = T
     return Catalog(list(merged.values()))
 
 
-def load_file(file: Path) -> list[Pattern]:
+def load_file(file: Path, compile_now: bool = True) -> list[Pattern]:
     try:
         with open(file, "rb") as fh:
             data = tomllib.load(fh)
@@ -139,10 +166,10 @@ def load_file(file: Path) -> list[Pattern]:
     tables = data.get("pattern", [])
     if not isinstance(tables, list):
         raise CatalogError(f"{file}: 'pattern' must be an array of tables ([[pattern]])")
-    return [build_pattern(table, file, i) for i, table in enumerate(tables)]
+    return [build_pattern(table, file, i, compile_now) for i, table in enumerate(tables)]
 
 
-def build_pattern(table: dict, file: Path | str, index: int = 0) -> Pattern:
+def build_pattern(table: dict, file: Path | str, index: int = 0, compile_now: bool = True) -> Pattern:
     pid = table.get("id") if isinstance(table.get("id"), str) else f"#{index + 1}"
 
     def fail(problem: str) -> CatalogError:
@@ -168,7 +195,7 @@ def build_pattern(table: dict, file: Path | str, index: int = 0) -> Pattern:
         raw_matches = [raw_matches]
     if not raw_matches or not isinstance(raw_matches, list):
         raise fail("needs at least one [[pattern.match]] table")
-    matches = [build_match(m, fail) for m in raw_matches]
+    matches = [build_match(m, fail, compile_now) for m in raw_matches]
     return Pattern(
         id=table["id"], title=table["title"].strip(), severity=table["severity"],
         phase=table["phase"], explanation=table["explanation"].strip(),
@@ -177,7 +204,7 @@ def build_pattern(table: dict, file: Path | str, index: int = 0) -> Pattern:
     )
 
 
-def build_match(table: dict, fail) -> MatchSpec:
+def build_match(table: dict, fail, compile_now: bool = True) -> MatchSpec:
     if not isinstance(table, dict) or not table:
         raise fail("a match table is empty")
     unknown = set(table) - set(MATCH_KEYS)
@@ -191,10 +218,13 @@ def build_match(table: dict, fail) -> MatchSpec:
             value = table[key]
             if not isinstance(value, str) or not value:
                 raise fail(f"match key '{key}' must be a non-empty string")
-            try:
-                setattr(spec, key, regex.compile(value))
-            except regex.error as exc:
-                raise fail(f"bad regex in '{key}': {exc}") from None
+            rx = Regex(value)
+            if compile_now:
+                try:
+                    rx.compiled  # noqa: B018 - compiled here to report a bad regex at load
+                except regex.error as exc:
+                    raise fail(f"bad regex in '{key}': {exc}") from None
+            setattr(spec, key, rx)
     if "condition" in table:
         from .findings import CONDITIONS
 
@@ -205,7 +235,7 @@ def build_match(table: dict, fail) -> MatchSpec:
     return spec
 
 
-def safe_search(pattern: regex.Pattern, text: str, partial: bool = False):
+def safe_search(pattern: Regex | regex.Pattern, text: str, partial: bool = False):
     """Search with a timeout; a regex that times out counts as no match."""
     try:
         return pattern.search(text, partial=partial, timeout=REGEX_TIMEOUT)
@@ -213,7 +243,7 @@ def safe_search(pattern: regex.Pattern, text: str, partial: bool = False):
         return None
 
 
-def safe_fullmatch(pattern: regex.Pattern, text: str):
+def safe_fullmatch(pattern: Regex | regex.Pattern, text: str):
     try:
         return pattern.fullmatch(text, timeout=REGEX_TIMEOUT)
     except TimeoutError:

@@ -235,7 +235,8 @@ def required_literals(rx) -> tuple[tuple[str, ...], bool] | None:
     literals = seq(list(tree))
     if not literals or min(map(len, literals)) < MIN_LITERAL:
         return None
-    casefold = bool(tree.state.flags & re.IGNORECASE) or bool(rx.flags & re.IGNORECASE)
+    # a catalog Regex is compiled without flags: its inline ones are in the tree
+    casefold = bool(tree.state.flags & re.IGNORECASE) or bool(getattr(rx, "flags", 0) & re.IGNORECASE)
     if casefold:
         literals = [lit.casefold() for lit in literals]
     return tuple(sorted(set(literals), key=len, reverse=True)), casefold
@@ -341,12 +342,11 @@ class Matcher:
         return self.on_line(event, run, last_line)
 
     def on_line(self, event: Event, run: Run, may_be_cut: bool = False) -> list[Hit]:
-        prefilter = self.catalog.line_prefilter
         msg = event.line.message
-        if prefilter is None or not msg:
+        line_specs = self.catalog.line_specs
+        if not line_specs or not msg:
             return []
         cut = may_be_cut or event.line.truncated or not event.line.eol
-        line_specs = self.catalog.line_specs
         literals = self._literals
         if literals is None or len(literals) != len(line_specs):
             literals = self._literals = [required_literals(spec.line) for _, spec in line_specs]

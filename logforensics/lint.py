@@ -9,7 +9,7 @@ from pathlib import Path
 import regex
 from rich.table import Table
 
-from .catalog import TRACEBACK_KEYS, Catalog, CatalogError, builtin_dir, load_catalog
+from .catalog import TRACEBACK_KEYS, Catalog, CatalogError, Regex, builtin_dir, load_catalog
 
 # Strings that make a backtracking regex explode: long runs of one class of character that
 # end in a character the pattern does not expect.
@@ -36,7 +36,7 @@ def catalog_table(catalog: Catalog) -> Table:
     return table
 
 
-def regex_is_safe(pattern: regex.Pattern) -> bool:
+def regex_is_safe(pattern: Regex | regex.Pattern) -> bool:
     """Run ``pattern`` over strings built to trigger catastrophic backtracking."""
     start = time.perf_counter()
     for text in ADVERSARIAL:
@@ -68,7 +68,14 @@ def lint_catalog(extra: list[os.PathLike] | None = None,
         for spec in p.matches:
             for key in (*TRACEBACK_KEYS, "line"):
                 rx = getattr(spec, key)
-                if rx is not None and not regex_is_safe(rx):
+                if rx is None:
+                    continue
+                try:
+                    rx.compiled  # noqa: B018 - the bundled catalog's regexes compile on first use
+                except regex.error as exc:
+                    problems.append(f"{p.source}: pattern {p.id}: bad regex in '{key}': {exc}")
+                    continue
+                if not regex_is_safe(rx):
                     problems.append(f"{p.source}: pattern {p.id}: regex in '{key}' is slow on "
                                     "adversarial input (catastrophic backtracking?)")
     fixture_dir = Path(fixtures) if fixtures else default_fixtures_dir()

@@ -107,3 +107,19 @@ def test_catalog_covers_every_root_cause_id_of_the_reference():
                           "unclassified_exception"}
     assert len(ids) > 50
     assert sorted(ids - produced_elsewhere - set(load_catalog().by_id)) == []
+
+
+def test_bundled_regexes_compile_on_first_use_and_user_ones_at_load(tmp_path, monkeypatch):
+    spec = load_catalog().line_specs[0][1]
+    assert spec.line._compiled is None  # the bundled catalog is not compiled at load
+    spec.line.search("nothing to see")
+    assert spec.line._compiled is not None
+    d = write(tmp_path, GOOD)
+    mine = load_catalog([d]).by_id["my_cause"].matches[0].line
+    assert mine._compiled is not None
+    # a bad regex in the bundled directory: lint reports it (load does not compile it)
+    monkeypatch.setattr("logforensics.catalog.builtin_dir", lambda: d)
+    (d / "p.toml").write_text(GOOD.replace("boom (?P<thing>\\w+)", "boom (unclosed"))
+    from logforensics.lint import lint_catalog
+
+    assert any("pattern my_cause: bad regex in 'line'" in p for p in lint_catalog(fixtures=tmp_path))
