@@ -5,8 +5,9 @@
 
 Generates the log with ``bench/gen_log.py`` (cached in ``--keep DIR`` when given), then times,
 each in a fresh child process: ``logx explain`` (the installed console script, every stage on),
-``logx explain --json``, a plain Python loop that only reads the lines, and ``grep -c
-Traceback``. Prints a Markdown table: seconds, MB/s, lines/s and peak RSS (the child's
+``logx explain --json``, ``logx explain`` with the Python scan (``LOGX_PURE_PYTHON=1``: what a
+machine without a C compiler at install gets), a plain Python loop that only reads the lines,
+and ``grep -c Traceback``. Prints a Markdown table: seconds, MB/s, lines/s and peak RSS (the child's
 ``ru_maxrss``, read by a fresh wrapper process so that no other child pollutes it).
 """
 
@@ -34,11 +35,13 @@ WRAPPER = (
 READ_LOOP = "import sys\nn = 0\nwith open(sys.argv[1], 'rb') as fh:\n    for _ in fh:\n        n += 1\n"
 
 
-def measure(cmd: list[str], repeat: int) -> tuple[float, int, int]:
-    """Best wall time of ``repeat`` runs, with peak RSS (KiB) and exit code."""
+def measure(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, int, int]:
+    """Best wall time of ``repeat`` runs, with peak RSS (KiB) and exit code; ``env`` is added
+    to the environment."""
     best = None
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], capture_output=True, text=True, check=True)
+        out = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], capture_output=True, text=True, check=True,
+                             env={**os.environ, **(env or {})})
         secs, rss, rc = out.stdout.split()
         if best is None or float(secs) < best[0]:
             best = (float(secs), int(rss), int(rc))
@@ -48,6 +51,13 @@ def measure(cmd: list[str], repeat: int) -> tuple[float, int, int]:
 def logx_command() -> list[str]:
     exe = shutil.which("logx", path=str(Path(sys.executable).parent)) or shutil.which("logx")
     return [exe] if exe else [sys.executable, "-m", "logforensics"]
+
+
+def c_scan_built(logx: list[str]) -> bool:
+    """Whether the ``logx`` being measured has its C scan (``logforensics._scan``)."""
+    python = logx[0] if logx[0] == sys.executable else str(Path(logx[0]).parent / "python")
+    probe = subprocess.run([python, "-c", "import logforensics._scan"], capture_output=True)
+    return probe.returncode == 0
 
 
 def machine() -> str:
@@ -87,15 +97,19 @@ def main(argv: list[str] | None = None) -> int:
 
     logx = logx_command()
     rows = [
-        ("`logx explain`", logx + ["explain", str(log)]),
-        ("`logx explain --json`", logx + ["explain", "--json", str(log)]),
-        ("plain Python loop reading the lines", [sys.executable, "-c", READ_LOOP, str(log)]),
+        ("`logx explain`", logx + ["explain", str(log)], {}),
+        ("`logx explain --json`", logx + ["explain", "--json", str(log)], {}),
+        ("`logx explain`, Python scan (`LOGX_PURE_PYTHON=1`)", logx + ["explain", str(log)],
+         {"LOGX_PURE_PYTHON": "1"}),
+        ("plain Python loop reading the lines", [sys.executable, "-c", READ_LOOP, str(log)], {}),
     ]
     if shutil.which("grep"):
-        rows.append(("`grep -c Traceback`", ["grep", "-c", "Traceback", str(log)]))
+        rows.append(("`grep -c Traceback`", ["grep", "-c", "Traceback", str(log)], {}))
+    print(f"C scan: {'built' if c_scan_built(logx) else 'NOT built (every logx row uses the Python scan)'}",
+          file=sys.stderr)
     results = []
-    for label, cmd in rows:
-        secs, rss, rc = measure(cmd, a.repeat)
+    for label, cmd, env in rows:
+        secs, rss, rc = measure(cmd, a.repeat, env)
         results.append((label, secs, rss, rc))
         print(f"{label}: {secs:.2f} s", file=sys.stderr)
 
@@ -107,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, secs, rss, rc in results:
         print(f"| {label} | {secs:.2f} | {mb / secs:,.0f} | {lines / secs:,.0f} | {rss / 1024:.0f} | {rc} |")
     explain_secs = results[0][1]
-    loop_secs = results[2][1]
+    loop_secs = results[3][1]
     print(f"\nexplain runs at {loop_secs / explain_secs:.0%} of the plain read loop's speed.")
     if not a.keep:
         shutil.rmtree(workdir, ignore_errors=True)
