@@ -4,10 +4,11 @@
  * A serving log is mostly batch-statistics and HTTP-200 access lines. The analysis learns,
  * through its full pipeline, which line *templates* (the line with every digit made '0') are
  * such lines; ``Templates.scan`` then walks a block of complete lines and consumes every line
- * whose template is a learned one, stopping at the first line that is not (an unknown
- * template, an access line that is not a 200, a line longer than the template cap). It
- * returns the counts and the positions of the lines that represent the stretch, so the
- * caller feeds only those through the full pipeline. No Python object is made per line.
+ * whose template is a learned statistics one (or that is a --log-requests line by its head),
+ * stopping at the first line that is not: a new template (the caller learns it), any other
+ * line (the caller feeds it to the full pipeline). It returns the counts and the positions of
+ * the lines that represent the stretch, so the caller feeds only those through the full
+ * pipeline. No Python object is made per line.
  *
  * Categories are small ints shared with analysis.py (a test checks they agree).
  */
@@ -22,6 +23,13 @@ enum { OTHER = 0, DECODE = 1, PREFILL = 2, ACCESS = 3, REQUEST = 4, BLANK = 5 };
 
 static const char OK_END[] = "\" 200 OK"; /* an access line counted here must end so */
 #define OK_END_LEN 8
+
+/* a request-log line: longer than REQUEST_MIN_LEN, REQUEST_MARK starting in its first
+ * REQUEST_HEAD_WINDOW bytes (analysis.Analyzer._is_request_log) */
+static const char REQUEST_MARK[] = ": obj=";
+#define REQUEST_MARK_LEN 6
+#define REQUEST_MIN_LEN 40
+#define REQUEST_HEAD_WINDOW 200
 
 typedef struct {
     uint64_t hash;
@@ -105,6 +113,8 @@ Templates_dealloc(TemplatesObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+static PyTypeObject TemplatesType;
+
 static PyObject *
 Templates_add(TemplatesObject *self, PyObject *args)
 {
@@ -112,8 +122,8 @@ Templates_add(TemplatesObject *self, PyObject *args)
     int category;
     if (!PyArg_ParseTuple(args, "Si:add", &template, &category))
         return NULL;
-    if (category <= OTHER || category > BLANK) {
-        PyErr_SetString(PyExc_ValueError, "category must be DECODE, PREFILL, ACCESS, REQUEST or BLANK");
+    if (category < OTHER || category > BLANK) {
+        PyErr_SetString(PyExc_ValueError, "category must be OTHER, DECODE, PREFILL, ACCESS, REQUEST or BLANK");
         return NULL;
     }
     if (PyBytes_GET_SIZE(template) > MAX_TEMPLATE) {
@@ -142,17 +152,73 @@ Templates_len(TemplatesObject *self)
     return self->used;
 }
 
-/* scan(block, pos) -> (end, lines, decode, prefill, access, request)
- * ``end`` is the offset of the first line not consumed (``len(block)`` when all were),
- * ``lines`` how many were. Each category gives (count, first_index, first_offset, last_index,
- * last_offset): indexes count lines from ``pos``, offsets are byte offsets of line starts in
- * ``block``; -1 when the category has no line. */
+static void
+translate(const char *line, Py_ssize_t len, unsigned char *out)
+{
+    for (Py_ssize_t k = 0; k < len; k++) {
+        unsigned char ch = (unsigned char)line[k];
+        out[k] = (ch >= '1' && ch <= '9') ? '0' : ch;
+    }
+}
+
+static Entry *
+lookup(TemplatesObject *table, const unsigned char *key, Py_ssize_t len)
+{
+    if (table->capacity == 0)
+        return NULL;
+    Entry *e = find_slot(table->slots, table->capacity, hash_bytes(key, len), key, len);
+    return e->template == NULL ? NULL : e;
+}
+
+/* The first REQUEST_MARK lying wholly in the ``n`` bytes at ``p`` (memmem is not portable). */
+static const char *
+find_mark(const char *p, Py_ssize_t n)
+{
+    const char *end = p + n;
+    while (end - p >= REQUEST_MARK_LEN) {
+        const char *c = memchr(p, ':', (size_t)(end - p - REQUEST_MARK_LEN + 1));
+        if (c == NULL)
+            return NULL;
+        if (memcmp(c, REQUEST_MARK, REQUEST_MARK_LEN) == 0)
+            return c;
+        p = c + 1;
+    }
+    return NULL;
+}
+
+/* Whether ``line`` is a --log-requests line by its head (``[…] Receive: obj=``), as
+ * analysis.Analyzer._is_request_log decides: the head's template is a known REQUEST head and
+ * the line holds no carriage return. */
+static int
+is_request_line(const char *line, Py_ssize_t len, TemplatesObject *heads)
+{
+    if (len <= REQUEST_MIN_LEN)
+        return 0;
+    Py_ssize_t window = len < REQUEST_HEAD_WINDOW ? len : REQUEST_HEAD_WINDOW;
+    const char *obj = find_mark(line, window);
+    if (obj == NULL)
+        return 0;
+    unsigned char head[REQUEST_HEAD_WINDOW];
+    Py_ssize_t head_len = obj - line + REQUEST_MARK_LEN;
+    translate(line, head_len, head);
+    Entry *e = lookup(heads, head, head_len);
+    return e != NULL && e->category == REQUEST && memchr(line, '\r', (size_t)len) == NULL;
+}
+
+/* scan(block, pos, heads) -> (end, lines, decode, prefill, access, request)
+ * Consumes lines while each is a statistics line: its template is a learned DECODE, PREFILL,
+ * ACCESS (a 200) or BLANK one, or it is a request-log line by ``heads``. ``end`` is the offset
+ * of the first line not consumed (``len(block)`` when all were), ``lines`` how many were. Each
+ * category gives (count, first_index, first_offset, last_index, last_offset): indexes count
+ * lines from ``pos``, offsets are byte offsets of line starts in ``block``; -1 when the
+ * category has no line. */
 static PyObject *
 Templates_scan(TemplatesObject *self, PyObject *args)
 {
     Py_buffer view;
     Py_ssize_t pos;
-    if (!PyArg_ParseTuple(args, "y*n:scan", &view, &pos))
+    TemplatesObject *heads;
+    if (!PyArg_ParseTuple(args, "y*nO!:scan", &view, &pos, &TemplatesType, &heads))
         return NULL;
     const char *data = view.buf;
     Py_ssize_t size = view.len;
@@ -166,26 +232,27 @@ Templates_scan(TemplatesObject *self, PyObject *args)
     for (int c = 0; c <= BLANK; c++)
         first[c] = last[c] = first_at[c] = last_at[c] = -1;
     unsigned char buf[MAX_TEMPLATE];
-    Entry *slots = self->slots;
-    Py_ssize_t capacity = self->capacity;
-    while (pos < size && capacity) {
+    while (pos < size) {
         const char *line = data + pos;
         const char *nl = memchr(line, '\n', (size_t)(size - pos));
         if (nl == NULL)
             break;
         Py_ssize_t len = nl - line;
-        if (len > MAX_TEMPLATE)
-            break;
-        for (Py_ssize_t k = 0; k < len; k++) {
-            unsigned char ch = (unsigned char)line[k];
-            buf[k] = (ch >= '1' && ch <= '9') ? '0' : ch;
+        int category = OTHER;
+        if (len <= MAX_TEMPLATE) {
+            translate(line, len, buf);
+            Entry *e = lookup(self, buf, len);
+            if (e == NULL)
+                break; /* a new template: the caller learns it */
+            category = e->category;
+            if (category == ACCESS && (len < OK_END_LEN || memcmp(line + len - OK_END_LEN, OK_END, OK_END_LEN) != 0))
+                category = OTHER;
         }
-        Entry *e = find_slot(slots, capacity, hash_bytes(buf, len), buf, len);
-        if (e->template == NULL)
-            break;
-        int category = e->category;
-        if (category == ACCESS && (len < OK_END_LEN || memcmp(line + len - OK_END_LEN, OK_END, OK_END_LEN) != 0))
-            break;
+        if (category == OTHER) {
+            if (!is_request_line(line, len, heads))
+                break;
+            category = REQUEST;
+        }
         counts[category]++;
         if (first[category] < 0) {
             first[category] = lines;
@@ -205,11 +272,11 @@ Templates_scan(TemplatesObject *self, PyObject *args)
 
 static PyMethodDef Templates_methods[] = {
     {"add", (PyCFunction)Templates_add, METH_VARARGS,
-     "add(template, category): learn a statistics template (digits as '0', no newline)."},
+     "add(template, category): learn a template (digits as '0', no newline) and its category."},
     {"scan", (PyCFunction)Templates_scan, METH_VARARGS,
-     "scan(block, pos) -> (end, lines, decode, prefill, access, request): consume the statistics "
-     "lines of block from byte pos on; each category is (count, first_index, first_offset, "
-     "last_index, last_offset)."},
+     "scan(block, pos, heads) -> (end, lines, decode, prefill, access, request): consume the "
+     "statistics lines of block from byte pos on (request-log lines by the templates of their "
+     "heads in heads); each category is (count, first_index, first_offset, last_index, last_offset)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -327,8 +327,10 @@ class Analyzer:
         self._request_heads: dict[bytes, int] = {}  # fast path: request-log head template -> category
         if native_scan is None:
             native_scan = not os.environ.get("LOGX_PURE_PYTHON")
-        self._scanner = ScanTemplates() if native_scan and ScanTemplates is not None else None
-        if self._scanner is not None:
+        # the C scan's copies of the two tables above (None: the Python scan)
+        self._scanner = self._scan_heads = None
+        if native_scan and ScanTemplates is not None:
+            self._scanner, self._scan_heads = ScanTemplates(), ScanTemplates()
             self._scanner.add(b"", BLANK)
         # stale-log detector: the run of interest starts at this byte (a sidecar's log_offset)
         self.start_offset: int | None = None
@@ -382,14 +384,13 @@ class Analyzer:
     def _scan_block(self, block: bytes, number: int, offset: int) -> int:
         """``consume`` for one block of complete lines (``number``, ``offset``: those before
         it) with the C scan; returns the block's line count."""
-        scan = self._scanner.scan  # type: ignore[union-attr]
         bulk = self._bulk
         assembler = self.events.assembler
         size = len(block)
         pos = i = 0  # byte offset and index of the block's next line
         while pos < size:
             if not assembler.has_open:
-                scanned = scan(block, pos)
+                scanned = self._scanner.scan(block, pos, self._scan_heads)  # type: ignore[union-attr]
                 if scanned[1]:
                     bulk.add_scanned(block, number + i, offset, scanned)
                     pos, i = scanned[0], i + scanned[1]
@@ -461,7 +462,7 @@ class Analyzer:
         if len(t) > TEMPLATE_MAX_BYTES or t in known or not self._room_for_template():
             return False
         cat = known[t] = learn_template(self.events.tokenizer, data, t)
-        if cat and self._scanner is not None:
+        if self._scanner is not None:
             self._scanner.add(t, cat)
         return cat != OTHER
 
@@ -482,6 +483,8 @@ class Analyzer:
             cat = heads[head] = REQUEST if b"\r" not in line and (
                 template_category(self.events.tokenizer, line)[0] == REQUEST
                 == template_category(self.events.tokenizer, head + b"x)")[0]) else OTHER
+            if self._scan_heads is not None:
+                self._scan_heads.add(head, cat)
         return cat == REQUEST and b"\r" not in block[pos : pos + len(t)]
 
     def _room_for_template(self) -> bool:
@@ -493,6 +496,10 @@ class Analyzer:
         kept = {t: c for t, c in known.items() if c != OTHER}
         known.clear()
         known.update(kept)
+        if self._scanner is not None:
+            self._scanner = ScanTemplates()
+            for t, c in kept.items():
+                self._scanner.add(t, c)
         return len(known) < TEMPLATE_MAX_COUNT // 2
 
     def feed_fast(self, raw: RawLine) -> list[Event]:

@@ -13,6 +13,7 @@ from logforensics.analysis import (
     ACCESS,
     BLANK,
     DECODE,
+    OTHER,
     PREFILL,
     REQUEST,
     TEMPLATE_MAX_BYTES,
@@ -59,6 +60,8 @@ LINES = [
     "[2026-03-23 14:01:07] Receive: obj=GenerateReqInput(rid='a1', text='Traceback (most recent call last): "
     "RuntimeError: CUDA out of memory', sampling_params={'max_new_tokens': 8})",
     "[2026-03-23 14:01:08] Finish: obj=GenerateReqInput(rid='a1'), out={'text': 'ok', 'meta_info': {'id': 'a1'}}",
+    "[2026-03-23 14:01:07] Receive: obj=GenerateReqInput(rid='a2', text='" + "lorem ipsum 42 " * 90 + "')",
+    "[2026-03-23 14:01:07] Receive: obj=GenerateReqInput(rid='a3', text='" + "dolor\r" * 300 + "')",
     "[2026-03-23 14:01:08] Finish: obj=x\rKilled",
     "[2026-03-23 14:01:09 TP1] KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_tokens_gained: 900",
     '  File "/x/sglang/srt/managers/scheduler.py", line 10, in run_batch',
@@ -113,21 +116,38 @@ def test_c_scan_categories_match_the_python_ones():
 def test_c_scan_stops_at_the_first_line_it_does_not_know():
     if ScanTemplates is None:
         pytest.skip("the C scan is not built here")
-    table = ScanTemplates()
+    table, heads = ScanTemplates(), ScanTemplates()
     table.add(b"[0] Decode batch 00", DECODE)
     table.add(b'[0] "GET / HTTP/0.0" 000 OK', ACCESS)
     block = b'[1] Decode batch 42\n[2] "GET / HTTP/1.1" 200 OK\n[3] Decode batch 17\n[4] "GET / HTTP/1.1" 500 OK\n'
-    end, lines, decode, prefill, access, request = table.scan(block, 0)
+    end, lines, decode, prefill, access, request = table.scan(block, 0, heads)
     assert block[end:].startswith(b'[4] "GET') and lines == 3
     assert decode == (2, 0, 0, 2, block.index(b"[3]")) and access == (1, 1, block.index(b"[2]"), 1, block.index(b"[2]"))
     assert prefill == request == (0, -1, -1, -1, -1)
-    assert table.scan(block, end)[1] == 0  # a 500 is not counted
-    assert table.scan(b"[1] Decode batch 4", 0)[1] == 0  # no newline: not a complete line
-    assert table.scan(b"x" * 2000 + b"\n", 0)[1] == 0  # over the template cap
+    assert table.scan(block, end, heads)[1] == 0  # a 500 is not counted
+    assert table.scan(b"[1] Decode batch 4", 0, heads)[1] == 0  # no newline: not a complete line
+    assert table.scan(b"x" * 2000 + b"\n", 0, heads)[1] == 0  # over the template cap, not a request line
     with pytest.raises(ValueError):
-        table.scan(block, len(block) + 1)
+        table.scan(block, len(block) + 1, heads)
     with pytest.raises(ValueError):
-        table.add(b"x", 0)
+        table.add(b"x", 9)
+
+
+def test_c_scan_counts_request_lines_by_their_head():
+    if ScanTemplates is None:
+        pytest.skip("the C scan is not built here")
+    table, heads = ScanTemplates(), ScanTemplates()
+    heads.add(b"[0] Receive: obj=", REQUEST)
+    heads.add(b"[0] Finish: obj=", OTHER)
+    short = b"[1] Receive: obj=GenerateReqInput(rid='1', text='hello world, hello world')"
+    table.add(short.translate(bytes.maketrans(b"123456789", b"000000000")), OTHER)  # known, not statistics
+    long = b"[2] Receive: obj=GenerateReqInput(text='" + b"x" * 3000 + b"')"  # over the template cap
+    block = b"\n".join([short, long, b"[3] Receive: obj=x\r" + b"y" * 40, b"[4] Finish: obj=" + b"z" * 40]) + b"\n"
+    end, lines, *_, request = table.scan(block, 0, heads)
+    assert lines == 2 and request == (2, 0, 0, 1, len(short) + 1)
+    assert block[end:].startswith(b"[3]")  # a carriage return: not counted
+    assert table.scan(block, block.index(b"[4]"), heads)[1] == 0  # a head known as not a request line
+    assert table.scan(b"[1] Receive: obj=" + b"q" * 2000 + b"\n", 0, ScanTemplates())[1] == 0  # unknown head
 
 
 def test_long_lines_are_cut_in_blocks_without_loading_them():
