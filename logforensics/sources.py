@@ -144,9 +144,13 @@ def iter_blocks(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Iter
             yield SpecialLine(long_head, long_size + nl + 1, True, True)
             long_head = None
             chunk = chunk[nl + 1 :]
-        data = pending + chunk if pending else chunk
-        last = data.rfind(b"\n")
-        block, pending = (data[: last + 1], data[last + 1 :]) if last >= 0 else (b"", data)
+        last = chunk.rfind(b"\n")
+        if last < 0:
+            block, pending = b"", pending + chunk
+        else:  # the block is copied once: pending and the chunk's complete lines joined
+            block = b"".join((pending, memoryview(chunk)[: last + 1])) if last + 1 < len(chunk) or pending \
+                else chunk
+            pending = chunk[last + 1 :]
         if block:
             if len(block) > max_line:
                 yield from _blocks_with_long_lines(block, max_line)
