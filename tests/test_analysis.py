@@ -29,6 +29,7 @@ from logforensics.runs import Run
 from logforensics.sources import iter_blocks
 
 CATALOG = load_catalog()
+DIGITS = bytes.maketrans(b"123456789", b"000000000")
 LINES = [
     "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='m', tp_size=2)",
     "[2026-03-23 14:00:05 TP0] Load weight begin. avail mem=78.50 GB",
@@ -148,6 +149,23 @@ def test_c_scan_counts_request_lines_by_their_head():
     assert block[end:].startswith(b"[3]")  # a carriage return: not counted
     assert table.scan(block, block.index(b"[4]"), heads)[1] == 0  # a head known as not a request line
     assert table.scan(b"[1] Receive: obj=" + b"q" * 2000 + b"\n", 0, ScanTemplates())[1] == 0  # unknown head
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=3000), st.integers(0, 3000),
+       st.lists(st.tuples(st.binary(max_size=60), st.integers(0, 5)), max_size=8))
+def test_c_scan_never_crashes_and_its_counts_add_up(block, pos, templates):
+    if ScanTemplates is None:
+        pytest.skip("the C scan is not built here")
+    table, heads = ScanTemplates(), ScanTemplates()
+    for template, category in templates:
+        table.add(template.translate(DIGITS), category)
+        heads.add(template.translate(DIGITS), category)
+    pos = min(pos, len(block))
+    end, lines, *places = table.scan(block, pos, heads)
+    assert pos <= end <= len(block) and block.count(b"\n", pos, end) == lines
+    assert end == pos or block[end - 1 : end] == b"\n"
+    assert sum(p[0] for p in places) <= lines
 
 
 def test_long_lines_are_cut_in_blocks_without_loading_them():
