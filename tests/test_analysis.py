@@ -30,6 +30,7 @@ from logforensics.sources import iter_blocks
 
 CATALOG = load_catalog()
 DIGITS = bytes.maketrans(b"123456789", b"000000000")
+needs_c_scan = pytest.mark.skipif(ScanTemplates is None, reason="the C scan is not built here")
 LINES = [
     "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='m', tp_size=2)",
     "[2026-03-23 14:00:05 TP0] Load weight begin. avail mem=78.50 GB",
@@ -104,9 +105,8 @@ def test_c_scan_is_built_where_required():
     assert Analyzer(CATALOG, native_scan=False)._scanner is None
 
 
+@needs_c_scan
 def test_c_scan_categories_match_the_python_ones():
-    if ScanTemplates is None:
-        pytest.skip("the C scan is not built here")
     from logforensics import _scan
 
     assert (_scan.DECODE, _scan.PREFILL, _scan.ACCESS, _scan.REQUEST, _scan.BLANK) == \
@@ -114,9 +114,8 @@ def test_c_scan_categories_match_the_python_ones():
     assert _scan.MAX_TEMPLATE == TEMPLATE_MAX_BYTES
 
 
+@needs_c_scan
 def test_c_scan_stops_at_the_first_line_it_does_not_know():
-    if ScanTemplates is None:
-        pytest.skip("the C scan is not built here")
     table, heads = ScanTemplates(), ScanTemplates()
     table.add(b"[0] Decode batch 00", DECODE)
     table.add(b'[0] "GET / HTTP/0.0" 000 OK', ACCESS)
@@ -134,14 +133,13 @@ def test_c_scan_stops_at_the_first_line_it_does_not_know():
         table.add(b"x", 9)
 
 
+@needs_c_scan
 def test_c_scan_counts_request_lines_by_their_head():
-    if ScanTemplates is None:
-        pytest.skip("the C scan is not built here")
     table, heads = ScanTemplates(), ScanTemplates()
     heads.add(b"[0] Receive: obj=", REQUEST)
     heads.add(b"[0] Finish: obj=", OTHER)
     short = b"[1] Receive: obj=GenerateReqInput(rid='1', text='hello world, hello world')"
-    table.add(short.translate(bytes.maketrans(b"123456789", b"000000000")), OTHER)  # known, not statistics
+    table.add(short.translate(DIGITS), OTHER)  # known, not statistics
     long = b"[2] Receive: obj=GenerateReqInput(text='" + b"x" * 3000 + b"')"  # over the template cap
     block = b"\n".join([short, long, b"[3] Receive: obj=x\r" + b"y" * 40, b"[4] Finish: obj=" + b"z" * 40]) + b"\n"
     end, lines, *_, request = table.scan(block, 0, heads)
@@ -151,12 +149,11 @@ def test_c_scan_counts_request_lines_by_their_head():
     assert table.scan(b"[1] Receive: obj=" + b"q" * 2000 + b"\n", 0, ScanTemplates())[1] == 0  # unknown head
 
 
+@needs_c_scan
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=3000), st.integers(0, 3000),
        st.lists(st.tuples(st.binary(max_size=60), st.integers(0, 5)), max_size=8))
 def test_c_scan_never_crashes_and_its_counts_add_up(block, pos, templates):
-    if ScanTemplates is None:
-        pytest.skip("the C scan is not built here")
     table, heads = ScanTemplates(), ScanTemplates()
     for template, category in templates:
         table.add(template.translate(DIGITS), category)
