@@ -205,8 +205,8 @@ is_request_line(const char *line, Py_ssize_t len, TemplatesObject *heads)
     return e != NULL && e->category == REQUEST && memchr(line, '\r', (size_t)len) == NULL;
 }
 
-/* scan(block, pos, heads) -> (end, lines, decode, prefill, access, request)
- * Consumes lines while each is a statistics line: its template is a learned DECODE, PREFILL,
+/* scan(block, pos, heads, end) -> (end, lines, decode, prefill, access, request)
+ * Consumes the lines of block[pos:end] while each is a statistics line: its template is a learned DECODE, PREFILL,
  * ACCESS (a 200) or BLANK one, or it is a request-log line by ``heads``. ``end`` is the offset
  * of the first line not consumed (``len(block)`` when all were), ``lines`` how many were. Each
  * category gives (count, first_index, first_offset, last_index, last_offset): indexes count
@@ -218,13 +218,13 @@ Templates_scan(TemplatesObject *self, PyObject *args)
     Py_buffer view;
     Py_ssize_t pos;
     TemplatesObject *heads;
-    if (!PyArg_ParseTuple(args, "y*nO!:scan", &view, &pos, &TemplatesType, &heads))
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "y*nO!n:scan", &view, &pos, &TemplatesType, &heads, &size))
         return NULL;
     const char *data = view.buf;
-    Py_ssize_t size = view.len;
-    if (pos < 0 || pos > size) {
+    if (size < 0 || size > view.len || pos < 0 || pos > size) {
         PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "pos outside the block");
+        PyErr_SetString(PyExc_ValueError, "pos and end must satisfy 0 <= pos <= end <= len(block)");
         return NULL;
     }
     Py_ssize_t lines = 0, counts[BLANK + 1] = {0};
@@ -274,8 +274,8 @@ static PyMethodDef Templates_methods[] = {
     {"add", (PyCFunction)Templates_add, METH_VARARGS,
      "add(template, category): learn a template (digits as '0', no newline) and its category."},
     {"scan", (PyCFunction)Templates_scan, METH_VARARGS,
-     "scan(block, pos, heads) -> (end, lines, decode, prefill, access, request): consume the "
-     "statistics lines of block from byte pos on (request-log lines by the templates of their "
+     "scan(block, pos, heads, end) -> (end, lines, decode, prefill, access, request): consume the "
+     "statistics lines of block[pos:end] (request-log lines by the templates of their "
      "heads in heads); each category is (count, first_index, first_offset, last_index, last_offset)."},
     {NULL, NULL, 0, NULL},
 };

@@ -22,7 +22,7 @@ from .memory import memory_facts
 from .pipeline import EventStream, Source
 from .report import Report
 from .runs import PHASE_RANK, Run, RunTracker
-from .sources import RawLine, SourceError, SpecialLine, check_readable, iter_blocks, read_chunks
+from .sources import RawLine, SourceError, SpecialLine, check_readable, iter_spans, read_chunks
 from .tracebacks import TracebackAssembler
 
 try:
@@ -369,32 +369,34 @@ class Analyzer:
         ``list.count``)."""
         number, offset = self.lines, self.bytes
         consume_block = self._scan_block if self._scanner is not None else self._classify_block
-        for block in iter_blocks(chunks):
-            if isinstance(block, SpecialLine):
+        for span in iter_spans(chunks):
+            if isinstance(span, SpecialLine):
                 number += 1
                 if self._bulk.count:
                     self.flush_bulk()
-                self.feed(RawLine(number, offset, block.data, block.truncated, block.eol))
-                offset += block.size
+                self.feed(RawLine(number, offset, span.data, span.truncated, span.eol))
+                offset += span.size
                 continue
-            number += consume_block(block, number, offset)
-            offset += len(block)
+            buf, start, end = span
+            number += consume_block(buf, start, end, number, offset)
+            offset += end - start
         self.lines, self.bytes = number, offset
 
-    def _scan_block(self, block: bytes, number: int, offset: int) -> int:
-        """``consume`` for one block of complete lines (``number``, ``offset``: those before
-        it) with the C scan; returns the block's line count."""
+    def _scan_block(self, block: bytes, start: int, end: int, number: int, offset: int) -> int:
+        """``consume`` for the complete lines ``block[start:end]`` (``number``: the line number
+        before them, ``offset``: their offset in the input) with the C scan, in place; returns
+        their line count."""
         bulk = self._bulk
         assembler = self.events.assembler
-        size = len(block)
-        pos = i = 0  # byte offset and index of the block's next line
-        while pos < size:
+        offset -= start  # the input offset of block[0]
+        pos, i = start, 0  # byte offset and index of the next line
+        while pos < end:
             if not assembler.has_open:
-                scanned = self._scanner.scan(block, pos, self._scan_heads)  # type: ignore[union-attr]
+                scanned = self._scanner.scan(block, pos, self._scan_heads, end)  # type: ignore[union-attr]
                 if scanned[1]:
                     bulk.add_scanned(block, number + i, offset, scanned)
                     pos, i = scanned[0], i + scanned[1]
-                    if pos == size:
+                    if pos == end:
                         break
             nl = block.index(b"\n", pos)
             data = block[pos:nl]
@@ -412,9 +414,10 @@ class Analyzer:
             i, pos = i + 1, nl + 1
         return i
 
-    def _classify_block(self, block: bytes, number: int, offset: int) -> int:
-        """``consume`` for one block of complete lines without the C scan: every line is
-        classified at C speed by its template; returns the block's line count."""
+    def _classify_block(self, buf: bytes, start: int, end: int, number: int, offset: int) -> int:
+        """``consume`` for the complete lines ``buf[start:end]`` without the C scan: every line
+        is classified at C speed by its template; returns their line count."""
+        block = buf if start == 0 and end == len(buf) else buf[start:end]
         bulk = self._bulk
         assembler = self.events.assembler
         get = self._templates.get

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-CHUNK_BYTES = 1 << 18  # smaller than MAX_LINE_BYTES: see iter_blocks
+CHUNK_BYTES = 1 << 18  # smaller than MAX_LINE_BYTES: see iter_spans
 MAX_LINE_BYTES = 1 << 20
 
 
@@ -115,7 +115,7 @@ def split_chunks(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Ite
 
 @dataclass(slots=True)
 class SpecialLine:
-    """A line ``iter_blocks`` hands over on its own: cut at the cap (``truncated``) or the
+    """A line ``iter_spans`` hands over on its own: cut at the cap (``truncated``) or the
     last line without newline (``eol`` False). ``size`` counts the bytes it really took in the
     source, newline included, so offsets stay exact."""
 
@@ -125,17 +125,22 @@ class SpecialLine:
     eol: bool
 
 
-def iter_blocks(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Iterator[bytes | SpecialLine]:
-    """The fast form of ``split_chunks`` for whole-file reading: yields blocks of complete
-    lines (each ending in a newline) for the consumer to split at C speed, and a
-    ``SpecialLine`` for the rare line that needs a flag. A line longer than ``max_line`` is
-    never held whole: its first ``max_line`` bytes are kept and the rest only counted."""
-    pending = b""
+Span = tuple[bytes, int, int]  # (buf, start, end): buf[start:end] is complete lines
+
+
+def iter_spans(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Iterator[Span | SpecialLine]:
+    """The fast form of ``split_chunks`` for whole-file reading: yields spans ``(buf, start,
+    end)`` whose bytes ``buf[start:end]`` are complete lines (each ending in a newline), for the
+    consumer to scan in place (a chunk is not copied), and a ``SpecialLine`` for the rare line
+    that needs a flag. A line longer than ``max_line`` is never held whole: its first
+    ``max_line`` bytes are kept and the rest only counted."""
+    pending = b""  # the start of a line that continues in the next chunk
     long_head: bytes | None = None  # first max_line bytes of an overlong line
     long_size = 0  # bytes of that line seen so far
     for chunk in chunks:
         if not chunk:
             continue
+        start = 0
         if long_head is not None:
             nl = chunk.find(b"\n")
             if nl < 0:
@@ -143,19 +148,19 @@ def iter_blocks(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Iter
                 continue
             yield SpecialLine(long_head, long_size + nl + 1, True, True)
             long_head = None
-            chunk = chunk[nl + 1 :]
-        last = chunk.rfind(b"\n")
+            start = nl + 1
+        last = chunk.rfind(b"\n", start)
         if last < 0:
-            block, pending = b"", pending + chunk
-        else:  # the block is copied once: pending and the chunk's complete lines joined
-            block = b"".join((pending, memoryview(chunk)[: last + 1])) if last + 1 < len(chunk) or pending \
-                else chunk
+            pending += chunk[start:] if start else chunk
+        else:
+            if pending:  # the line begun in an earlier chunk ends here
+                nl = chunk.find(b"\n", start)
+                line = pending + chunk[start : nl + 1]
+                yield from _spans_with_long_lines(line, 0, len(line), max_line)
+                start = nl + 1
+            if start <= last:
+                yield from _spans_with_long_lines(chunk, start, last + 1, max_line)
             pending = chunk[last + 1 :]
-        if block:
-            if len(block) > max_line:
-                yield from _blocks_with_long_lines(block, max_line)
-            else:
-                yield block
         if len(pending) > max_line:
             long_head, long_size, pending = pending[:max_line], len(pending), b""
     if long_head is not None:
@@ -164,24 +169,26 @@ def iter_blocks(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Iter
         yield SpecialLine(pending, len(pending), False, False)
 
 
-def _blocks_with_long_lines(block: bytes, max_line: int) -> Iterator[bytes | SpecialLine]:
-    """Split a block that may hold lines longer than the cap into normal runs and
-    ``SpecialLine``s."""
-    start = 0
-    while start < len(block):
-        nl = block.find(b"\n", start)
+def _spans_with_long_lines(buf: bytes, start: int, end: int, max_line: int) -> Iterator[Span | SpecialLine]:
+    """Split the complete lines ``buf[start:end]``, which may hold lines longer than the cap,
+    into spans of normal lines and ``SpecialLine``s."""
+    if end - start <= max_line:  # no line in it can be over the cap
+        yield buf, start, end
+        return
+    while start < end:
+        nl = buf.find(b"\n", start, end)
         if nl - start > max_line:
-            yield SpecialLine(block[start : start + max_line], nl - start + 1, True, True)
+            yield SpecialLine(buf[start : start + max_line], nl - start + 1, True, True)
             start = nl + 1
             continue
         # a run of normal lines up to the next overlong one
         run_end = nl + 1
-        while run_end < len(block):
-            nxt = block.find(b"\n", run_end)
+        while run_end < end:
+            nxt = buf.find(b"\n", run_end, end)
             if nxt - run_end > max_line:
                 break
             run_end = nxt + 1
-        yield block[start:run_end]
+        yield buf, start, run_end
         start = run_end
 
 

@@ -26,7 +26,7 @@ from logforensics.analysis import (
 from logforensics.catalog import load_catalog
 from logforensics.pipeline import raw_lines
 from logforensics.runs import Run
-from logforensics.sources import iter_blocks
+from logforensics.sources import iter_spans
 
 CATALOG = load_catalog()
 DIGITS = bytes.maketrans(b"123456789", b"000000000")
@@ -120,15 +120,18 @@ def test_c_scan_stops_at_the_first_line_it_does_not_know():
     table.add(b"[0] Decode batch 00", DECODE)
     table.add(b'[0] "GET / HTTP/0.0" 000 OK', ACCESS)
     block = b'[1] Decode batch 42\n[2] "GET / HTTP/1.1" 200 OK\n[3] Decode batch 17\n[4] "GET / HTTP/1.1" 500 OK\n'
-    end, lines, decode, prefill, access, request = table.scan(block, 0, heads)
+    end, lines, decode, prefill, access, request = table.scan(block, 0, heads, len(block))
     assert block[end:].startswith(b'[4] "GET') and lines == 3
     assert decode == (2, 0, 0, 2, block.index(b"[3]")) and access == (1, 1, block.index(b"[2]"), 1, block.index(b"[2]"))
     assert prefill == request == (0, -1, -1, -1, -1)
-    assert table.scan(block, end, heads)[1] == 0  # a 500 is not counted
-    assert table.scan(b"[1] Decode batch 4", 0, heads)[1] == 0  # no newline: not a complete line
-    assert table.scan(b"x" * 2000 + b"\n", 0, heads)[1] == 0  # over the template cap, not a request line
+    assert table.scan(block, end, heads, len(block))[1] == 0  # a 500 is not counted
+    assert table.scan(b"[1] Decode batch 4", 0, heads, 18)[1] == 0  # no newline: not a complete line
+    assert table.scan(b"x" * 2000 + b"\n", 0, heads, 2001)[1] == 0  # over the template cap, not a request line
     with pytest.raises(ValueError):
-        table.scan(block, len(block) + 1, heads)
+        table.scan(block, len(block) + 1, heads, len(block))
+    with pytest.raises(ValueError):
+        table.scan(block, 0, heads, len(block) + 1)
+    assert table.scan(block, 0, heads, block.index(b"[2]"))[:2] == (block.index(b"[2]"), 1)  # stops at end
     with pytest.raises(ValueError):
         table.add(b"x", 9)
 
@@ -142,11 +145,12 @@ def test_c_scan_counts_request_lines_by_their_head():
     table.add(short.translate(DIGITS), OTHER)  # known, not statistics
     long = b"[2] Receive: obj=GenerateReqInput(text='" + b"x" * 3000 + b"')"  # over the template cap
     block = b"\n".join([short, long, b"[3] Receive: obj=x\r" + b"y" * 40, b"[4] Finish: obj=" + b"z" * 40]) + b"\n"
-    end, lines, *_, request = table.scan(block, 0, heads)
+    end, lines, *_, request = table.scan(block, 0, heads, len(block))
     assert lines == 2 and request == (2, 0, 0, 1, len(short) + 1)
     assert block[end:].startswith(b"[3]")  # a carriage return: not counted
-    assert table.scan(block, block.index(b"[4]"), heads)[1] == 0  # a head known as not a request line
-    assert table.scan(b"[1] Receive: obj=" + b"q" * 2000 + b"\n", 0, ScanTemplates())[1] == 0  # unknown head
+    assert table.scan(block, block.index(b"[4]"), heads, len(block))[1] == 0  # a head known as not a request line
+    unknown_head = b"[1] Receive: obj=" + b"q" * 2000 + b"\n"
+    assert table.scan(unknown_head, 0, ScanTemplates(), len(unknown_head))[1] == 0
 
 
 @needs_c_scan
@@ -159,7 +163,7 @@ def test_c_scan_never_crashes_and_its_counts_add_up(block, pos, templates):
         table.add(template.translate(DIGITS), category)
         heads.add(template.translate(DIGITS), category)
     pos = min(pos, len(block))
-    end, lines, *places = table.scan(block, pos, heads)
+    end, lines, *places = table.scan(block, pos, heads, len(block))
     assert pos <= end <= len(block) and block.count(b"\n", pos, end) == lines
     assert end == pos or block[end - 1 : end] == b"\n"
     assert sum(p[0] for p in places) <= lines
@@ -167,8 +171,8 @@ def test_c_scan_never_crashes_and_its_counts_add_up(block, pos, templates):
 
 def test_long_lines_are_cut_in_blocks_without_loading_them():
     data = b"short\n" + b"x" * 5000 + b"\nafter\n" + b"y" * 3000
-    items = list(iter_blocks([data[i : i + 700] for i in range(0, len(data), 700)], max_line=1000))
-    special = [i for i in items if not isinstance(i, bytes)]
+    items = list(iter_spans([data[i : i + 700] for i in range(0, len(data), 700)], max_line=1000))
+    special = [i for i in items if not isinstance(i, tuple)]
     assert [(s.truncated, s.eol, len(s.data), s.size) for s in special] == [(True, True, 1000, 5001),
                                                                              (True, False, 1000, 3000)]
     report = explain(data)
