@@ -169,6 +169,18 @@ def test_c_scan_never_crashes_and_its_counts_add_up(block, pos, templates):
     assert sum(p[0] for p in places) <= lines
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])
+def test_a_full_template_table_forgets_other_templates_and_stays_exact(native, monkeypatch):
+    monkeypatch.setattr("logforensics.analysis.TEMPLATE_MAX_COUNT", 6)
+    lines = []
+    for k in range(40):  # many distinct non-statistics lines between statistics lines
+        lines += [f"[2026-03-23 14:01:00 TP0] odd line {'x' * k}", LINES[3], LINES[5], LINES[4]]
+    data = log_bytes(*LINES[:3], *lines)
+    analyzer = fast(data, 4096, native)
+    assert analyzer.report("x").to_json() == slow(data).report("x").to_json()
+    assert len(analyzer._templates) <= 6
+
+
 def test_long_lines_are_cut_in_blocks_without_loading_them():
     data = b"short\n" + b"x" * 5000 + b"\nafter\n" + b"y" * 3000
     items = list(iter_spans([data[i : i + 700] for i in range(0, len(data), 700)], max_line=1000))
