@@ -146,12 +146,6 @@ Templates_add(TemplatesObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-static Py_ssize_t
-Templates_len(TemplatesObject *self)
-{
-    return self->used;
-}
-
 static void
 translate(const char *line, Py_ssize_t len, unsigned char *out)
 {
@@ -280,10 +274,6 @@ static PyMethodDef Templates_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PySequenceMethods Templates_as_sequence = {
-    .sq_length = (lenfunc)Templates_len,
-};
-
 static PyTypeObject TemplatesType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "logforensics._scan.Templates",
@@ -293,7 +283,6 @@ static PyTypeObject TemplatesType = {
     .tp_new = PyType_GenericNew,
     .tp_dealloc = (destructor)Templates_dealloc,
     .tp_methods = Templates_methods,
-    .tp_as_sequence = &Templates_as_sequence,
 };
 
 static struct PyModuleDef scan_module = {
