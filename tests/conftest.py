@@ -101,25 +101,39 @@ def write_log(tmp_path):
 
 
 @pytest.fixture
-def spawn():
-    """Start children (optionally writing to a log) and kill/reap them afterwards."""
+def popen():
+    """``subprocess.Popen`` (stdin from /dev/null) that kills and reaps everything it started,
+    and closes its pipes, when the test ends."""
     procs: list[subprocess.Popen] = []
+
+    def _popen(args: list[str], **kw) -> subprocess.Popen:
+        kw.setdefault("stdin", subprocess.DEVNULL)
+        p = subprocess.Popen(args, **kw)
+        procs.append(p)
+        return p
+
+    yield _popen
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=5)
+        for stream in (p.stdout, p.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.fixture
+def spawn(popen):
+    """Start the stand-in server ``CHILD`` doing ``action`` (optionally writing ``lines`` to a log)."""
     files = []
 
     def _spawn(action: str, *lines: str, log: Path | None = None, extra: tuple[str, ...] = ()) -> subprocess.Popen:
         out = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115 - closed below
         if log is not None:
             files.append(out)
-        p = subprocess.Popen([sys.executable, "-c", CHILD, action, *lines, *extra], stdin=subprocess.DEVNULL,
-                             stdout=out, stderr=out)
-        procs.append(p)
-        return p
+        return popen([sys.executable, "-c", CHILD, action, *lines, *extra], stdout=out, stderr=out)
 
     yield _spawn
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            p.wait(timeout=2)
     for f in files:
         f.close()

@@ -18,24 +18,14 @@ from logforensics.sources import RawLine, SourceError
 
 
 @pytest.fixture
-def writer():
-    procs: list[subprocess.Popen] = []
+def writer(popen):
+    """Start the scripted ``WRITER`` on ``path`` (``-``: its stdout) with ``steps``."""
 
     def start(path, steps, **kw) -> subprocess.Popen:
         kw.setdefault("stderr", subprocess.DEVNULL)  # the writer reports its write times there
-        p = subprocess.Popen([sys.executable, "-c", WRITER, str(path), json.dumps(steps)],
-                             stdin=subprocess.DEVNULL, **kw)
-        procs.append(p)
-        return p
+        return popen([sys.executable, "-c", WRITER, str(path), json.dumps(steps)], **kw)
 
-    yield start
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-        p.wait(timeout=5)
-        for stream in (p.stdout, p.stderr):
-            if stream is not None:
-                stream.close()
+    return start
 
 
 def collect(gen, done, timeout: float = 4.0):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -19,20 +18,9 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs L
 
 
 @pytest.fixture
-def spawn():
-    """Popen wrapper that kills and reaps everything it started."""
-    procs: list[subprocess.Popen] = []
-
-    def _spawn(code: str, *extra: str) -> subprocess.Popen:
-        p = subprocess.Popen([sys.executable, "-c", code, *extra], stdin=subprocess.DEVNULL)
-        procs.append(p)
-        return p
-
-    yield _spawn
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-        p.wait(timeout=5)
+def run_python(popen):
+    """A Python child running ``code`` (with ``extra`` argv), killed and reaped after the test."""
+    return lambda code, *extra: popen([sys.executable, "-c", code, *extra])
 
 
 def test_self():
@@ -54,17 +42,17 @@ def test_nonexistent_and_invalid_pids():
     assert process_info(2**22 + 12345) is None  # above any pid_max
 
 
-def test_dead_pid(spawn):
-    p = spawn("pass")
+def test_dead_pid(run_python):
+    p = run_python("pass")
     p.wait(timeout=5)
     info = process_info(p.pid)
     # Reaped: the pid is gone (unless already reused, which then is a different process).
     assert info is None or info.cmdline != p.args
 
 
-def test_fresh_child_start_time_close_to_now(spawn):
+def test_fresh_child_start_time_close_to_now(run_python):
     before = datetime.now(UTC)
-    p = spawn("import time; time.sleep(5)")
+    p = run_python("import time; time.sleep(5)")
     after = datetime.now(UTC)
     info = process_info(p.pid)
     assert info is not None and info.alive
@@ -73,8 +61,8 @@ def test_fresh_child_start_time_close_to_now(spawn):
     assert before - timedelta(seconds=1.5) <= info.start_time <= after + timedelta(seconds=0.5)
 
 
-def test_zombie_is_not_alive(spawn):
-    p = spawn("pass")
+def test_zombie_is_not_alive(run_python):
+    p = run_python("pass")
     # Not reaped yet (no wait/poll): the kernel keeps a zombie entry.
     info = wait_for(lambda: (i := process_info(p.pid)) is not None and i.state == "Z" and i)
     assert info, "child never became a zombie"
@@ -86,9 +74,9 @@ def test_zombie_is_not_alive(spawn):
     assert process_info(p.pid) is None or process_info(p.pid).cmdline != p.args
 
 
-def test_find_processes_by_marker(spawn):
+def test_find_processes_by_marker(run_python):
     marker = f"logx-test-marker-{uuid.uuid4().hex}"
-    p = spawn("import sys, time; time.sleep(5)", marker)
+    p = run_python("import sys, time; time.sleep(5)", marker)
     found = wait_for(lambda: find_processes(marker))
     assert [i.pid for i in found] == [p.pid]
     assert found[0].alive and marker in found[0].cmdline
@@ -106,11 +94,11 @@ def test_find_processes_excludes_caller():
     assert all(i.pid != os.getpid() for i in find_processes(me))
 
 
-def test_vanished_mid_read_is_not_alive(spawn, monkeypatch):
+def test_vanished_mid_read_is_not_alive(run_python, monkeypatch):
     """Simulate the race by killing the process between the stat and cmdline reads."""
     import logforensics.procinfo as pi
 
-    p = spawn("import time; time.sleep(5)")
+    p = run_python("import time; time.sleep(5)")
     real_read = pi._read_bytes
 
     def racing_read(path: str):

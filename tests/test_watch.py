@@ -115,23 +115,19 @@ def lines_steps(lines: list[str], pause: float = 0.03) -> list:
 
 
 class Procs:
-    """Starts writer and logx processes; kills and reaps whatever is left at the end."""
+    """Starts writer and logx processes through conftest's ``popen`` (which kills and reaps
+    whatever is left at the end)."""
 
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen] = []
+    def __init__(self, popen) -> None:
+        self.popen = popen
 
     def writer(self, path, steps, **kw) -> subprocess.Popen:
-        p = subprocess.Popen([sys.executable, "-c", WRITER, str(path), json.dumps(steps)],
-                             stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
-        self.procs.append(p)
-        return p
+        return self.popen([sys.executable, "-c", WRITER, str(path), json.dumps(steps)], stderr=subprocess.PIPE, **kw)
 
-    def logx(self, *args: str, stdin=subprocess.DEVNULL, **kw) -> subprocess.Popen:
+    def logx(self, *args: str, **kw) -> subprocess.Popen:
         kw.setdefault("stdout", subprocess.PIPE)
         kw.setdefault("stderr", subprocess.PIPE)
-        p = subprocess.Popen([*LOGX, *args], stdin=stdin, cwd=REPO, **kw)
-        self.procs.append(p)
-        return p
+        return self.popen([*LOGX, *args], cwd=REPO, **kw)
 
     def follow(self, log: Path, *args: str, **kw) -> subprocess.Popen:
         """``logx watch LOG ARGS…``, returned once it has the log open (so a writer started
@@ -150,21 +146,9 @@ class Procs:
             time.sleep(0.01)
         raise AssertionError(f"logx watch did not open {log}")
 
-    def cleanup(self) -> None:
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            try:
-                p.communicate(timeout=5)
-            except (ValueError, OSError, subprocess.TimeoutExpired):
-                p.wait(timeout=5)
-
-
 @pytest.fixture
-def procs():
-    box = Procs()
-    yield box
-    box.cleanup()
+def procs(popen):
+    return Procs(popen)
 
 
 class LineReader:
