@@ -17,6 +17,20 @@ FIXTURES = REPO / "fixtures"
 CORPUS = REPO.parent / "shared" / "corpus"
 
 
+def pattern_toml(pid: str, line: str) -> str:
+    """A minimal pattern file: one pattern ``pid`` matching log lines by the regex ``line``."""
+    return (f'[[pattern]]\nid = "{pid}"\ntitle = "t"\nseverity = "error"\nphase = "serving"\n'
+            f"explanation = \"e\"\nfix = \"f\"\n  [[pattern.match]]\n  line = '{line}'\n")
+
+
+def pattern_dir(tmp_path: Path, text: str, name: str = "p.toml") -> Path:
+    """``tmp_path/pats`` (a user's pattern directory) with the pattern file ``name`` holding ``text``."""
+    d = tmp_path / "pats"
+    d.mkdir(exist_ok=True)
+    (d / name).write_text(text)
+    return d
+
+
 def make_catalog(*tables: dict) -> Catalog:
     """A catalog from pattern dicts; defaults fill the fields a test does not care about."""
     patterns = []

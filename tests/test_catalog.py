@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import pattern_dir
 
 from logforensics.catalog import CatalogError, builtin_dir, load_catalog, safe_search
 
@@ -19,13 +20,6 @@ fix = "do {thing}"
 """
 
 
-def write(tmp_path, text, name="p.toml"):
-    d = tmp_path / "pats"
-    d.mkdir(exist_ok=True)
-    (d / name).write_text(text)
-    return d
-
-
 def test_builtin_catalog_loads_and_ids_are_unique():
     catalog = load_catalog()
     ids = [p.id for p in catalog.patterns]
@@ -34,14 +28,14 @@ def test_builtin_catalog_loads_and_ids_are_unique():
 
 
 def test_user_directory_adds_patterns(tmp_path):
-    d = write(tmp_path, GOOD)
+    d = pattern_dir(tmp_path, GOOD)
     catalog = load_catalog([d])
     assert "my_cause" in catalog.by_id
     assert catalog.by_id["my_cause"].severity == "error"
 
 
 def test_environment_variable_adds_directory(tmp_path, monkeypatch):
-    d = write(tmp_path, GOOD)
+    d = pattern_dir(tmp_path, GOOD)
     monkeypatch.setenv("LOGX_PATTERNS", str(d))
     assert "my_cause" in load_catalog().by_id
 
@@ -49,7 +43,7 @@ def test_environment_variable_adds_directory(tmp_path, monkeypatch):
 def test_user_pattern_overrides_builtin_by_id(tmp_path):
     builtin = load_catalog()
     some_id = builtin.patterns[0].id
-    d = write(tmp_path, GOOD.replace("my_cause", some_id))
+    d = pattern_dir(tmp_path, GOOD.replace("my_cause", some_id))
     assert load_catalog([d]).by_id[some_id].title == "My cause"
 
 
@@ -65,7 +59,7 @@ def test_user_pattern_overrides_builtin_by_id(tmp_path):
     (GOOD.replace("  [[pattern.match]]\n  line = 'boom (?P<thing>\\w+)'\n", ""), "needs at least one"),
 ])
 def test_bad_pattern_files_name_file_id_and_problem(tmp_path, text, problem):
-    d = write(tmp_path, text)
+    d = pattern_dir(tmp_path, text)
     with pytest.raises(CatalogError) as info:
         load_catalog([d])
     message = str(info.value)
@@ -75,7 +69,7 @@ def test_bad_pattern_files_name_file_id_and_problem(tmp_path, text, problem):
 
 
 def test_line_cannot_mix_with_traceback_keys(tmp_path):
-    d = write(tmp_path, GOOD.replace("line = ", "exception = 'X'\n  line = "))
+    d = pattern_dir(tmp_path, GOOD.replace("line = ", "exception = 'X'\n  line = "))
     with pytest.raises(CatalogError, match="cannot be combined"):
         load_catalog([d])
 
@@ -114,7 +108,7 @@ def test_bundled_regexes_compile_on_first_use_and_user_ones_at_load(tmp_path, mo
     assert spec.line._compiled is None  # the bundled catalog is not compiled at load
     spec.line.search("nothing to see")
     assert spec.line._compiled is not None
-    d = write(tmp_path, GOOD)
+    d = pattern_dir(tmp_path, GOOD)
     mine = load_catalog([d]).by_id["my_cause"].matches[0].line
     assert mine._compiled is not None
     # a bad regex in the bundled directory: lint reports it (load does not compile it)

@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+from conftest import pattern_dir, pattern_toml
 
 from logforensics import analysis, cli
 from logforensics.analysis import explain, explain_many
@@ -90,9 +91,7 @@ def test_permission_denied_for_real(capsys, monkeypatch, tmp_path):  # pragma: n
 
 
 def test_broken_pattern_toml(capsys, monkeypatch, tmp_path):
-    pdir = tmp_path / "pats"
-    pdir.mkdir()
-    (pdir / "mine.toml").write_text("[[pattern]\nid = 'x'\n")
+    pdir = pattern_dir(tmp_path, "[[pattern]\nid = 'x'\n")
     log = tmp_path / "a.log"
     log.write_text(TS + "hello\n")
     code, _, err = run_cli(capsys, monkeypatch, "explain", "--patterns", str(pdir), str(log))
@@ -100,11 +99,7 @@ def test_broken_pattern_toml(capsys, monkeypatch, tmp_path):
 
 
 def test_pattern_with_bad_regex(capsys, monkeypatch, tmp_path):
-    pdir = tmp_path / "pats"
-    pdir.mkdir()
-    (pdir / "mine.toml").write_text(
-        "[[pattern]]\nid = 'mine'\ntitle = 't'\nseverity = 'fatal'\nphase = 'any'\nexplanation = 'e'\n"
-        "fix = 'f'\n[[pattern.match]]\nline = 'unbalanced ('\n")
+    pdir = pattern_dir(tmp_path, pattern_toml("mine", "unbalanced ("))
     log = tmp_path / "a.log"
     log.write_text(TS + "hello\n")
     code, _, err = run_cli(capsys, monkeypatch, "explain", "--patterns", str(pdir), str(log))

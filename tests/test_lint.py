@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import regex
+from conftest import pattern_dir, pattern_toml
 
 from logforensics.catalog import load_catalog
 from logforensics.lint import catalog_table, fixtures_triggering, lint_catalog, regex_is_safe
@@ -18,21 +19,13 @@ def test_catastrophic_regex_is_flagged():
 
 
 def test_user_pattern_without_fixture_is_reported(tmp_path):
-    d = tmp_path / "pats"
-    d.mkdir()
-    (d / "mine.toml").write_text(
-        '[[pattern]]\nid = "mine"\ntitle = "t"\nseverity = "error"\nphase = "serving"\n'
-        'explanation = "e"\nfix = "f"\n  [[pattern.match]]\n  line = "never printed by anyone"\n')
+    d = pattern_dir(tmp_path, pattern_toml("mine", "never printed by anyone"))
     problems = lint_catalog([d])
     assert any("pattern mine: no fixture" in p for p in problems)
 
 
 def test_slow_user_regex_is_reported(tmp_path):
-    d = tmp_path / "pats"
-    d.mkdir()
-    (d / "slow.toml").write_text(
-        '[[pattern]]\nid = "slow"\ntitle = "t"\nseverity = "error"\nphase = "serving"\n'
-        'explanation = "e"\nfix = "f"\n  [[pattern.match]]\n  line = \'(\\w+\\s?)+$\'\n')
+    d = pattern_dir(tmp_path, pattern_toml("slow", r"(\w+\s?)+$"))
     problems = lint_catalog([d])
     assert any("pattern slow: regex in 'line' is slow" in p for p in problems)
 
