@@ -17,6 +17,7 @@ from pathlib import Path
 import regex
 
 SEVERITIES = ("fatal", "error", "warning", "info")
+ROLES = ("cause", "symptom")  # a cause outranks every symptom of the same severity group
 PHASES = ("args", "import", "init", "weights", "kv_alloc", "cuda_graph", "warmup", "serving",
           "any")
 TRACEBACK_KEYS = ("exception", "message", "frame", "raising_frame", "context")
@@ -97,6 +98,7 @@ class Pattern:
     references: list[str] = field(default_factory=list)
     matches: list[MatchSpec] = field(default_factory=list)
     source: str = ""  # file it came from
+    role: str = "cause"  # "symptom": a consequence of some other failure (sigquit, "see above")
 
     @property
     def is_problem(self) -> bool:
@@ -187,6 +189,9 @@ def build_pattern(table: dict, file: Path | str, index: int = 0, compile_now: bo
     priority = table.get("priority", 50)
     if not isinstance(priority, int) or not 0 <= priority <= 100:
         raise fail("priority must be an integer from 0 to 100")
+    role = table.get("role", "cause")
+    if role not in ROLES:
+        raise fail(f"role must be one of {', '.join(ROLES)}")
     references = table.get("references", [])
     if not isinstance(references, list) or not all(isinstance(r, str) for r in references):
         raise fail("references must be a list of strings")
@@ -200,7 +205,7 @@ def build_pattern(table: dict, file: Path | str, index: int = 0, compile_now: bo
         id=table["id"], title=table["title"].strip(), severity=table["severity"],
         phase=table["phase"], explanation=table["explanation"].strip(),
         fix=table["fix"].strip(), priority=priority, references=references, matches=matches,
-        source=str(file),
+        source=str(file), role=role,
     )
 
 

@@ -218,7 +218,12 @@ RULES: tuple[Rule, ...] = (
          r"\((?P<max_tokens>\d+) tokens\)", starts="The input ("),
     Rule("kv_retract", r"KV cache pool is full\. Retract requests\. #retracted_reqs: (?P<n>\d+)",
          starts="KV cache pool is full", parse=_pairs),
+    Rule("kv_retract", r"Decode out of memory happened\. #retracted_reqs: (?P<n>\d+)",
+         starts="Decode out of memory happened", parse=_pairs),
     # — failure and end of life —
+    # argparse: "usage: prog [-h] …" then "prog: error: unrecognized arguments: --x"
+    Rule("argparse_usage", r"usage: (?P<prog>\S+) \[", starts="usage: "),
+    Rule("argparse_error", r"^(?:(?P<prog>[\w.-]{1,64}): )?error: (?P<error>.+)", contains="error: "),
     Rule("health_check_failed",
          r"Health check failed\.(?: Server couldn't get a response from (?P<component>\w+) "
          r"for last (?P<timeout>\d+) seconds)?", starts="Health check failed"),
@@ -228,6 +233,9 @@ RULES: tuple[Rule, ...] = (
     Rule("kv_transfer_failed",
          r"(?P<side>Prefill|Decode) transfer failed for request(?: rank=(?P<rank>\d+))?"
          r".*?(?: with exception (?P<error>.*))?$", starts="Prefill transfer failed"),
+    # vLLM's platform probe (vLLM is imported by SGLang's quantization and kernels too)
+    Rule("platform_missing", r"No platform detected, vLLM is running on (?P<platform>\w+)",
+         contains="No platform detected"),
     Rule("cuda_error", r"Failed: Cuda error (?P<location>\S+) '(?P<error>[^']*)", starts="Failed: Cuda error"),
     Rule("component_exception", r"(?P<component>\w{1,64}) hit an exception", contains="hit an exception"),
     Rule("sigquit_child", r"Received sigquit from a child proc", starts="Received sigquit"),
@@ -260,6 +268,19 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# A line no rule knows that reports a failure: its level says so (logging's ERROR, glog's E/F),
+# or its words do ("CUresult error", "Server warmup failed; aborting startup: …", "undefined
+# symbol"). Such a line is kept as kind "error_line": the catalog's line patterns see every
+# line anyway, but a failure announced only in words is never noise, and the traceback
+# assembler reads it like a plain line (an exception line or a wrapped message may be one).
+ERROR_LEVELS = frozenset({"ERROR", "FATAL", "CRITICAL"})
+_FAILURE_WORDS = re.compile(
+    r"(?i:\berrors?\b|\bfail(?:ed|ure|s)?\b|\babort(?:ed|ing)?\b|\bfatal\b)|undefined symbol|"
+    r"cannot open shared object")
+# Kinds the traceback assembler may fold into a traceback (a message line, a headless start).
+PLAIN_KINDS = frozenset({"line", "warning", "error_line"})
+
+
 class Tokenizer:
     """Applies ``RULES`` to lines. Rules with ``starts`` are indexed by the first word of
     the literal so a line is tested only against rules that can match it."""
@@ -289,6 +310,8 @@ class Tokenizer:
                         return event
         if line.level == "WARNING":
             return Event("warning", line, {"text": msg[:500]})
+        if line.level in ERROR_LEVELS or (msg and _FAILURE_WORDS.search(msg)):
+            return Event("error_line", line, {"text": msg[:500]})
         return Event("line", line)
 
 

@@ -23,6 +23,7 @@ from .tracebacks import ExceptionInfo, Traceback
 MIN_PARTIAL_CHARS = 16
 MAX_EVIDENCE = 8
 SEVERITY_RANK = {"fatal": 0, "error": 0, "warning": 1, "info": 2}
+ROLE_RANK = {"cause": 0, "symptom": 1}
 # Stats lines are the bulk of a serving log and carry no failure text.
 # Request logs (--log-requests: "Receive: obj=…") are user content: a prompt quoting an error
 # is not a failure of the server.
@@ -60,14 +61,17 @@ class Finding:
     occurrences: int = 1
     traceback: Traceback | None = None
     facts: dict[str, Any] = field(default_factory=dict)
+    role: str = "cause"
 
     @property
     def is_problem(self) -> bool:
         return self.severity in ("fatal", "error")
 
     def sort_key(self) -> tuple:
+        """Problems, then warnings, then info; within each, causes before symptoms, then
+        priority, then the first evidence line."""
         first = self.evidence[0].line if self.evidence else 0
-        return (SEVERITY_RANK.get(self.severity, 3), -self.priority, first)
+        return (SEVERITY_RANK.get(self.severity, 3), ROLE_RANK.get(self.role, 0), -self.priority, first)
 
     def to_dict(self) -> dict:
         out = {
@@ -259,6 +263,18 @@ def _search(pattern, text: str, may_be_cut: bool) -> tuple[Any, bool] | None:
     return None
 
 
+def _search_message(pattern, message: str, may_be_cut: bool) -> tuple[Any, bool] | None:
+    """Search an exception message; a message hard-wrapped over several lines (a terminal, a
+    paste, the writer's own line breaks) is also searched as one line, the breaks read as
+    spaces, then as nothing (a break inside a word)."""
+    found = _search(pattern, message, may_be_cut)
+    if found is not None or "\n" not in message:
+        return found
+    lines = [part.strip() for part in message.split("\n")]
+    return (_search(pattern, " ".join(lines), may_be_cut)
+            or _search(pattern, "".join(lines), may_be_cut))
+
+
 def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
                        may_be_cut: bool) -> tuple[dict, bool] | None:
     groups: dict[str, Any] = {}
@@ -272,7 +288,7 @@ def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
     if spec.message is not None:
         if not exc.message:
             return None
-        found = _search(spec.message, exc.message, may_be_cut)
+        found = _search_message(spec.message, exc.message, may_be_cut)
         if found is None:
             return None
         m, partial = found
@@ -469,7 +485,7 @@ class Matcher:
                 evidence=sorted(hit.evidence, key=lambda e: e.line),
                 explanation=explanation, fix=fill(p.fix, values),
                 priority=p.priority, streams=[hit.stream] if hit.stream else [],
-                traceback=hit.traceback,
+                traceback=hit.traceback, role=p.role,
             )
         return rank(list(merged.values()))
 
@@ -488,8 +504,9 @@ def _one_per_traceback(hits: list[Hit]) -> list[Hit]:
 
 
 def rank(findings: list[Finding]) -> list[Finding]:
-    """Order findings: problems before warnings before info, then by priority, then by the
-    first evidence line (the first rank to fail outranks the ranks that failed after it)."""
+    """Order findings: problems before warnings before info, causes before symptoms, then by
+    priority, then by the first evidence line (the first rank to fail outranks the ranks that
+    failed after it)."""
     return sorted(findings, key=Finding.sort_key)
 
 

@@ -23,8 +23,8 @@ _RAY_REPEAT = re.compile(r"\[repeated \d+x across cluster\]$")
 
 # docker compose: "service-1  | msg" (name padded with spaces to a common width)
 _DOCKER = re.compile(r"([A-Za-z0-9][\w.-]{0,62}?)\s*\| ?")
-# Ray: "(SGLangEngine pid=123, ip=10.0.0.1) msg", "(raylet) msg"
-_RAY = re.compile(r"\s*\((\w+)(?: pid=(\d+))?(?:, ip=[\w.:]+)?\) ?")
+# Ray: "(SGLangEngine pid=123, ip=10.0.0.1) msg", "(raylet) msg", "(head, rank=0, pid=8292) msg"
+_RAY = re.compile(r"\s*\((\w+)(?:,? rank=\d+)?(?:,? pid=(\d+))?(?:, ip=[\w.:]+)?\) ?")
 # syslog / journald: "Mar 23 14:01:38 host prog[123]: msg" or ISO time
 _SYSLOG = re.compile(
     r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
@@ -44,7 +44,11 @@ _PYLOG = re.compile(
 )
 # torch / glog: "[rank1]:[W623 15:37:01.823833318 socket.cpp:460] msg"
 # (the month is not zero-padded: "W623" is June 23; older builds print "[W CudaIPCTypes.cpp:16]")
-_TORCH = re.compile(r"\[(rank\d+)\]:\[([IWEF])(?:\d{3,4} [\d:.]+)? ?[^\]]*\] ?")
+# torch's logging without brackets: "[rank5]:W0215 12:25:06.525000 14707 torch/x.py:504] msg"
+_TORCH = re.compile(r"\[(rank\d+)\]:(?:\[([IWEF])(?:\d{3,4} [\d:.]+)? ?[^\]]*\]|"
+                    r"([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\s]{1,300}\]) ?")
+# glog (Mooncake, NIXL, C++ libraries): "E0612 14:05:26.176716 1192408 tcp_transport.cpp:136] msg"
+_GLOG = re.compile(r"([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\s]{1,300}\] ?")
 # uvicorn level prefix inside a message: "INFO:     Started server process [123]"
 _LEVEL = re.compile(r"(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
 
@@ -167,8 +171,13 @@ def split_prefixes(line: LogLine) -> None:
                 m = _TORCH.match(msg)
                 if m:
                     line.tag = m.group(1)
-                    line.level = _TORCH_LEVEL[m.group(2)]
+                    line.level = _TORCH_LEVEL[m.group(2) or m.group(3)]
                     msg = msg[m.end() :]
+        if msg and msg[0] in "IWEF" and msg[1:5].isdigit():
+            m = _GLOG.match(msg)
+            if m:
+                line.level = _TORCH_LEVEL[m.group(1)]
+                msg = msg[m.end() :]
         if msg and msg[0] in "IWEDCT" and ":" in msg[:9]:
             m = _LEVEL.match(msg)
             if m:

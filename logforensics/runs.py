@@ -240,7 +240,7 @@ class RunTracker:
                     run.tail.append((n, text))
             return
         run.tail.append((event.number, event.line.text))
-        if kind == "line":
+        if kind in ("line", "error_line"):
             return
         if kind in ("prefill_batch", "decode_batch"):
             run.last_serving_line = event.number

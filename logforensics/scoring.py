@@ -5,7 +5,9 @@ A labelled directory is the field corpus's format: ``labels.jsonl`` (one JSON ob
 the line that shows the cause, exactly as in the file) beside the logs, ``<id>.log`` each.
 
 For each log the *answer* is the id of the report's primary finding (its first fatal/error
-finding), ``none`` when it has none. The scores:
+finding); a run with no problem is answered by its first warning (a server that lives but
+degrades, e.g. retracting requests under KV pressure), ``none`` when it has neither. A healthy
+label is right when the log got no fatal/error finding. The scores:
 
 - top-1: the share of logs whose answer is the label;
 - key line cited: among logs labelled with a cause, the share whose primary finding's evidence
@@ -60,18 +62,27 @@ class Outcome:
     """What logx said about one labelled log."""
 
     label: Label
-    answer: str  # the primary finding's id, or "none"
+    answer: str  # the primary finding's id, else the first warning's, else "none"
     key_cited: bool | None  # None for a healthy log or a label without a key line
     found: list[dict[str, Any]]  # every finding: id, severity, first evidence line
     error: str | None = None  # the log could not be read
 
+    problem: bool = False  # the log got a fatal/error finding
+
     @property
     def correct(self) -> bool:
-        return self.error is None and self.answer == self.label.root_cause
+        if self.error is not None:
+            return False
+        return not self.problem if self.label.healthy else self.answer == self.label.root_cause
 
     @property
     def false_alarm(self) -> bool:
-        return self.label.healthy and self.answer != HEALTHY
+        return self.label.healthy and self.problem
+
+    @property
+    def counted_answer(self) -> str:
+        """The answer as the per-cause table counts it: a healthy log's warnings are ``none``."""
+        return HEALTHY if self.label.healthy and self.correct else self.answer
 
     def to_dict(self) -> dict[str, Any]:
         out = {"id": self.label.id, "expected": self.label.root_cause, "answer": self.answer,
@@ -150,7 +161,7 @@ class Score:
         for o in self.outcomes:
             expected = table.setdefault(o.label.root_cause, CauseScore(o.label.root_cause))
             expected.labelled += 1
-            answered = table.setdefault(o.answer, CauseScore(o.answer))
+            answered = table.setdefault(o.counted_answer, CauseScore(o.counted_answer))
             answered.answered += 1
             if o.correct:
                 expected.correct += 1
@@ -211,7 +222,7 @@ def key_line_numbers(path: Path, key_line: str) -> set[int]:
 
 def score_report(label: Label, report: Report) -> Outcome:
     """Score one report against its label."""
-    primary = report.primary
+    primary = report.primary or next((f for f in report.findings if f.severity == "warning"), None)
     answer = primary.id if primary is not None else HEALTHY
     key_cited: bool | None = None
     if not label.healthy and label.key_line.strip():
@@ -224,7 +235,7 @@ def score_report(label: Label, report: Report) -> Outcome:
     found = [{"id": f.id, "severity": f.severity,
               "line": f.evidence[0].line if f.evidence else None,
               "text": f.evidence[-1].text[:200] if f.evidence else ""} for f in report.findings]
-    return Outcome(label, answer, key_cited, found)
+    return Outcome(label, answer, key_cited, found, problem=report.primary is not None)
 
 
 def score_directory(directory: str | os.PathLike, *, catalog: Catalog | None = None,
@@ -245,7 +256,7 @@ def score_labels(labels: Iterable[Label], *, directory: str = "", catalog: Catal
     outcomes = []
     for label, report in zip(labels, reports, strict=True):
         if isinstance(report, Exception):
-            outcomes.append(Outcome(label, HEALTHY, None if label.healthy else False, [], str(report)))
+            outcomes.append(Outcome(label, HEALTHY, None if label.healthy else False, [], error=str(report)))
         else:
             outcomes.append(score_report(label, report))
     return Score(directory, outcomes)

@@ -19,7 +19,7 @@ import copy
 import re
 from dataclasses import dataclass, field
 
-from .events import Event
+from .events import PLAIN_KINDS, Event
 from .lines import LogLine
 
 MAX_FRAMES_KEPT = 40  # per end (first N and last N frames of a segment are kept)
@@ -302,7 +302,7 @@ class TracebackAssembler:
         if _HEADER in msg and not msg.lstrip().startswith(("|", "+")):
             self._open_with_header(line, stream, msg)
             return True, done
-        if event.kind not in ("line", "warning"):
+        if event.kind not in PLAIN_KINDS:
             return False, done
         return self._start_headless(line, stream, msg), done
 
@@ -423,7 +423,7 @@ class TracebackAssembler:
                 return True
             return False
         if b.phase == "message":
-            if event is not None and event.kind not in ("line", "warning"):
+            if event is not None and event.kind not in PLAIN_KINDS:
                 return False
             if not b.add_message_line(text.rstrip()):
                 return False

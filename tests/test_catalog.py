@@ -50,6 +50,7 @@ def test_user_pattern_overrides_builtin_by_id(tmp_path):
 @pytest.mark.parametrize("text, problem", [
     ("[[pattern]]\nid = 'x'\n[oops", "invalid TOML"),
     (GOOD.replace('severity = "error"', 'severity = "bad"'), "severity must be one of"),
+    (GOOD.replace('severity = "error"', 'severity = "error"\nrole = "effect"'), "role must be one of"),
     (GOOD.replace('title = "My cause"\n', ""), "missing or empty required field 'title'"),
     (GOOD.replace("boom (?P<thing>\\w+)", "boom (unclosed"), "bad regex in 'line'"),
     (GOOD.replace("line =", "colour ="), "unknown match key(s): colour"),

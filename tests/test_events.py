@@ -184,6 +184,16 @@ CASES = [
     ("RuntimeError: Initialization failed. Please see the error messages above.", "init_failed", {}),
     (LTS + "INFO:     Shutting down", "shutdown", {}),
     (LTS + "INFO:     Finished server process [123]", "shutdown", {"pid": 123}),
+    (TS + "Decode out of memory happened. #retracted_reqs: 3, #new_token_ratio: 0.1200 -> 0.8000", "kv_retract",
+     {"n": 3}),
+    ("usage: launch_server.py [-h] --model-path MODEL_PATH [--tokenizer-path TOKENIZER_PATH]", "argparse_usage",
+     {"prog": "launch_server.py"}),
+    ("launch_server.py: error: unrecognized arguments: --tp-szie 2", "argparse_error",
+     {"prog": "launch_server.py", "error": "unrecognized arguments: --tp-szie 2"}),
+    ("error: argument --quantization: invalid choice: 'fp9'", "argparse_error",
+     {"error": "argument --quantization: invalid choice: 'fp9'"}),
+    ("INFO 04-02 10:11:12 __init__.py:211] No platform detected, vLLM is running on UnspecifiedPlatform",
+     "platform_missing", {"platform": "UnspecifiedPlatform"}),
     # — warnings —
     ("/usr/lib/python3/site-packages/torch/cuda/__init__.py:61: FutureWarning: The pynvml package is deprecated.",
      "warning", {}),
@@ -200,6 +210,32 @@ def test_rule(text, kind, expected):
     assert ev.kind == kind, f"{text!r} -> {ev.kind} {ev.fields}"
     assert_fields(ev.fields, expected)
     assert ev.number == 1 and ev.traceback is None
+
+
+@pytest.mark.parametrize("text, level", [
+    ("E0301 09:15:02.123456 4242 transfer_engine.cpp:88] Failed to open segment: no such device", "ERROR"),
+    ("[rank2]:[E301 09:15:02.123456789 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught collective operation "
+     "timeout", "ERROR"),
+    ("[rank3]:E0301 09:15:02.123000 777 site-packages/torch/distributed/elastic/agent.py:77] worker exited", "ERROR"),
+    ("2026-03-01 09:15:02,123 - ERROR - sglang.srt.utils: scheduler crashed", "ERROR"),
+    (LTS + "ERROR:    Exception in ASGI application", "ERROR"),
+    ("[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/x.cpp func=cu_mem_create line=90", None),
+    (LTS + "Server warmup failed; aborting startup: HTTP server did not become ready", None),
+    (" /opt/venv/lib/python3.11/site-packages/foo_cuda.so: undefined symbol: _ZN2at4_ops5zeros4call", None),
+])
+def test_a_failure_no_rule_knows_is_an_error_line(text, level):
+    ev = event(text)
+    assert ev.kind == "error_line", f"{text!r} -> {ev.kind}"
+    assert ev.line.level == level
+    assert ev.fields["text"] == ev.line.message
+
+
+def test_glog_and_bare_torch_prefixes_are_split():
+    ev = event("W0301 09:15:02.123456 4242 worker_pool.cpp:303] Too many errors found in local RNIC")
+    assert (ev.line.level, ev.line.message) == ("WARNING", "Too many errors found in local RNIC")
+    ev = event("(head, rank=0, pid=8292) [rank5]:W0215 12:25:06.525000 14707 torch/x.py:504] [12/0_1] boom")
+    assert (ev.line.wrapper, ev.line.tag, ev.line.level) == ("head pid=8292", "rank5", "WARNING")
+    assert ev.line.message == "[12/0_1] boom"
 
 
 def test_every_rule_kind_has_a_case():

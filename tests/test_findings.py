@@ -154,3 +154,29 @@ def test_an_aside_reporting_an_unknown_value_is_dropped():
     from logforensics.findings import fill
 
     assert fill("lower `--x` (now {x}) or `--y` (now {y}).", {"y": 4}) == "lower `--x` or `--y` (now 4)."
+
+
+def test_a_cause_outranks_a_symptom_of_higher_priority():
+    """Role before priority: a plain error line that names the cause comes before the launcher's
+    sigquit even when the symptom's priority is higher; alone, the symptom is still primary."""
+    cause = {"id": "cause_line", "severity": "error", "priority": 20,
+             "match": [{"line": r"CUresult error"}]}
+    symptom = {"id": "sigquit", "severity": "error", "priority": 60, "role": "symptom",
+               "match": [{"line": r"Received sigquit from a child process"}]}
+    data = log_bytes("[torch_memory_saver.cpp] CUresult error  result=2 func=cu_mem_create",
+                     "[2026-03-23 14:00:01] Received sigquit from a child process.")
+    assert [f.id for f in findings(data, cause, symptom)] == ["cause_line", "sigquit"]
+    assert [f.id for f in findings(data, {**cause, "role": "symptom"}, symptom)] == ["sigquit", "cause_line"]
+    alone = log_bytes("[2026-03-23 14:00:01] Received sigquit from a child process.")
+    assert [f.id for f in findings(alone, cause, symptom)] == ["sigquit"]
+
+
+def test_a_hard_wrapped_message_is_one_message():
+    data = log_bytes(
+        "ValueError: Speculative decoding for Qwen3_5MoeForConditionalGeneration is not compatible",
+        "with radix cache when using --mamba-scheduler-strategy no_buffer. To use radix cache with",
+        "speculative decoding, please use --mamba-scheduler-strategy extra_buffer.",
+    )
+    found = findings(data, SPEC)
+    assert found[0].id == "spec_cause"
+    assert "arch Qwen3_5MoeForConditionalGeneration" in found[0].fix

@@ -94,3 +94,19 @@ def test_bad_label_files_are_one_line_errors(tmp_path, labels, problem):
     with pytest.raises(LabelError, match=problem) as info:
         load_labels(tmp_path)
     assert "\n" not in str(info.value)
+
+
+def test_a_run_that_lives_is_answered_by_its_first_warning(tmp_path):
+    """A degraded run (retractions, no crash) has no fatal/error finding: its label is its top
+    warning, and labelled healthy it is no false alarm."""
+    fixture = "decode_retraction_kv_pressure__retract_warnings"
+    d = labelled(tmp_path, [
+        {"id": "a", "fixture": fixture, "root_cause": "decode_retraction_kv_pressure"},
+        {"id": "b", "fixture": fixture, "root_cause": "none"},
+    ])
+    score = score_directory(d)
+    assert [o.answer for o in score.outcomes] == ["decode_retraction_kv_pressure"] * 2
+    assert [o.correct for o in score.outcomes] == [True, True]
+    assert score.false_alarms == []
+    causes = {c.id: c for c in score.causes()}
+    assert (causes["none"].answered, causes["decode_retraction_kv_pressure"].answered) == (1, 1)
