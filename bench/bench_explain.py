@@ -2,6 +2,7 @@
 """Benchmark ``logx explain`` end to end on a large generated SGLang log.
 
     python bench/bench_explain.py [--size 300MB] [--log-requests] [--keep DIR] [--repeat 1]
+    python bench/bench_explain.py --shapes all [--size 300MB] [--keep DIR] [--repeat 3]
 
 Generates the log with ``bench/gen_log.py`` (cached in ``--keep DIR`` when given), then times,
 each in a fresh child process: ``logx explain`` (the installed console script, every stage on),
@@ -9,6 +10,10 @@ each in a fresh child process: ``logx explain`` (the installed console script, e
 machine without a C compiler at install gets), a plain Python loop that only reads the lines,
 and ``grep -c Traceback``. Prints a Markdown table: seconds, MB/s, lines/s and peak RSS (the child's
 ``ru_maxrss``, read by a fresh wrapper process so that no other child pollutes it).
+
+``--shapes`` instead benchmarks each of gen_log.py's shapes (``all`` or a comma list): per shape,
+``logx explain`` and the plain read loop, interleaved in the same run, and a table of each
+shape's speed as a share of the read loop's.
 """
 
 from __future__ import annotations
@@ -72,6 +77,53 @@ def machine() -> str:
     return f"{os.cpu_count()} CPU(s), {cpu}, Python {platform.python_version()}, {platform.system()}"
 
 
+def generated(workdir: Path, size: str, seed: int, log_requests: bool = False, shape: str = "default") -> Path:
+    """The generated log for these arguments, made by gen_log.py unless already in ``workdir``."""
+    tag = ("-requests" if log_requests else "") + ("" if shape == "default" else f"-{shape}")
+    log = workdir / f"sglang-{size}-s{seed}{tag}.log"
+    if not log.exists():
+        t = time.perf_counter()
+        subprocess.run([sys.executable, str(HERE / "gen_log.py"), str(log), "--size", size, "--seed", str(seed),
+                        "--shape", shape, *(["--log-requests"] if log_requests else [])],
+                       check=True, stdout=subprocess.DEVNULL)
+        print(f"generated {log} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    return log
+
+
+def count_lines(log: Path) -> int:
+    with open(log, "rb") as fh:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+
+
+def shapes_table(workdir: Path, a: argparse.Namespace) -> None:
+    """Each shape's ``logx explain`` beside the read loop on the same file, in one run."""
+    sys.path.insert(0, str(HERE))
+    from gen_log import SHAPES
+
+    names = sorted(SHAPES) if a.shapes == "all" else a.shapes.split(",")
+    logx = logx_command()
+    print(f"C scan: {'built' if c_scan_built(logx) else 'NOT built'}", file=sys.stderr)
+    rows = []
+    for shape in names:
+        log = generated(workdir, a.size, a.seed, shape=shape)
+        size, lines = log.stat().st_size, count_lines(log)
+        best_x = best_l = None
+        for _ in range(a.repeat):  # interleaved, so that load on the machine hits both alike
+            x = measure(logx + ["explain", "--json", str(log)], 1)
+            loop = measure([sys.executable, "-c", READ_LOOP, str(log)], 1)
+            best_x = x if best_x is None or x[0] < best_x[0] else best_x
+            best_l = loop if best_l is None or loop[0] < best_l[0] else best_l
+        rows.append((shape, size, lines, best_x, best_l))
+        print(f"{shape}: explain {best_x[0]:.2f} s, loop {best_l[0]:.2f} s", file=sys.stderr)
+    print(f"\n{machine()}; best of {a.repeat}\n")
+    print("| shape | MB | lines | `logx explain --json` (s) | read loop (s) | share of loop speed | lines/s "
+          "| peak RSS (MB) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for shape, size, lines, x, loop in rows:
+        print(f"| {shape} | {size / 1e6:.0f} | {lines:,} | {x[0]:.2f} | {loop[0]:.2f} | {loop[0] / x[0]:.0%} | "
+              f"{lines / x[0]:,.0f} | {x[1] / 1024:.0f} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="300MB", help="log size for gen_log.py (default 300MB)")
@@ -79,21 +131,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", help="directory to keep (and reuse) the generated log in")
     ap.add_argument("--repeat", type=int, default=1, help="runs per command; the best is shown")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--shapes", help="benchmark gen_log.py's shapes instead: 'all' or a comma list")
     a = ap.parse_args(argv)
 
     workdir = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="logx-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    name = f"sglang-{a.size}-s{a.seed}{'-requests' if a.log_requests else ''}.log"
-    log = workdir / name
-    if not log.exists():
-        t = time.perf_counter()
-        subprocess.run([sys.executable, str(HERE / "gen_log.py"), str(log), "--size", a.size,
-                        "--seed", str(a.seed), *(["--log-requests"] if a.log_requests else [])],
-                       check=True, stdout=subprocess.DEVNULL)
-        print(f"generated {log} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-    size = log.stat().st_size
-    with open(log, "rb") as fh:
-        lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+    if a.shapes:
+        shapes_table(workdir, a)
+        if not a.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return 0
+    log = generated(workdir, a.size, a.seed, a.log_requests)
+    size, lines = log.stat().st_size, count_lines(log)
 
     logx = logx_command()
     rows = [

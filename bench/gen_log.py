@@ -14,7 +14,11 @@ when a launcher's stderr is redirected with ``>>`` across restarts):
   DP attention (``[ts DPk TPk]``, every DP rank logs stats); ends with the same crash on
   one DP rank.  Expected root cause: ``decode_out_of_memory``.
 
-Output is deterministic for a given (size, seed, ranks, runs).  Speed comes from
+``--shape`` changes the serving part to the other shapes users' logs have (see SHAPES):
+every TP rank printing, DP attention with EP prefixes, randomised widths and client addresses,
+frequent warnings, and docker compose / kubectl line prefixes.
+
+Output is deterministic for a given (size, seed, ranks, runs, shape).  Speed comes from
 pre-rendering pools of message bodies (a random walk of scheduler state) and emitting
 one second of log at a time with ``str.join`` over pool slices, in multi-MB writes.
 """
@@ -48,6 +52,17 @@ POOL_BITS = 15  # 32768 pre-rendered scheduler events per run
 ACCESS_BITS = 13
 COUNT_BITS = 12
 
+SHAPES = {
+    "default": "TP, TP0 prints the stats; last run DP attention (the README's benchmark log)",
+    "tp8-all": "every TP rank prints its own Prefill/Decode stats (--enable-metrics-for-all-schedulers)",
+    "dp-ep": "DP attention with expert parallelism in every run: [ts DP3 TP3 EP3] prefixes",
+    "wide": "randomised client addresses and ports, counts of every width, "
+            "a retraction warning every ~2,000 lines",
+    "warnings": "a known warning, a health check or a 4xx/5xx access line every ~50 lines",
+    "docker": "every line behind a docker compose prefix ('sglang-1  | ')",
+    "kubectl": "every line behind a kubectl --timestamps RFC 3339 prefix",
+}
+
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.I)
 
 
@@ -66,8 +81,9 @@ def parse_size(text: str) -> int:
 class Out:
     """Buffered writer; counts bytes (chars; the log is ASCII except tqdm bars)."""
 
-    def __init__(self, path: str, block: int = 8 << 20):
+    def __init__(self, path: str, block: int = 8 << 20, prefix=None):
         self.f = open(path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 (closed in close())
+        self.prefix = prefix  # () -> str put before every line (a container runtime's), or None
         self.buf: list[str] = []
         self.pending = 0
         self.block = block
@@ -75,6 +91,9 @@ class Out:
         self.lines = 0
 
     def add(self, chunk: str) -> None:
+        if self.prefix is not None:  # chunks always hold whole lines
+            pfx = self.prefix()
+            chunk = pfx + chunk[:-1].replace("\n", "\n" + pfx) + "\n"
         self.buf.append(chunk)
         n = len(chunk)
         self.pending += n
@@ -122,23 +141,26 @@ class Clock:
 
 
 class Run:
-    def __init__(self, idx: int, n_runs: int, ranks: int, rng: random.Random):
+    def __init__(self, idx: int, n_runs: int, ranks: int, rng: random.Random, shape: str = "default"):
         self.idx = idx
         self.last = idx == n_runs - 1
         self.version = NEW if self.last else OLD
         self.ranks = ranks
-        self.dp = ranks > 1 and self.last
+        self.shape = shape
+        self.dp = ranks > 1 and (self.last or shape == "dp-ep")
         self.ending = "crash" if (self.last or idx > 0) else "sigterm"
         self.pid = rng.randrange(1200, 4_000_000)
         self.port = 30000
         if ranks == 1:
             self.suffixes = [""]
+        elif self.dp and shape == "dp-ep":
+            self.suffixes = [f" DP{k} TP{k} EP{k}" for k in range(ranks)]
         elif self.dp:
             self.suffixes = [f" DP{k} TP{k}" for k in range(ranks)]
         else:
             self.suffixes = [f" TP{k}" for k in range(ranks)]
         # ranks whose scheduler logs Prefill/Decode stats
-        self.stats = list(range(ranks)) if self.dp else [0]
+        self.stats = list(range(ranks)) if (self.dp or shape == "tp8-all") else [0]
         # memory sizing (per rank)
         (_, self.model, self.arch, layers, n_kv, head_dim, wgb, self.quant,
          self.context_len) = next(m for m in MODELS if ranks >= m[0])
@@ -339,6 +361,25 @@ def startup(out: Out, clock: Clock, run: Run, rng: random.Random) -> None:
 # --------------------------------------------------------------------------- bulk pools
 
 
+def build_warning_pool(rng: random.Random) -> list[str]:
+    """Frequent non-statistics lines a busy server prints: health checks, client errors,
+    known warnings (bodies only)."""
+    out = []
+    for _ in range(256):
+        ip, port = f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}", rng.randrange(1024, 65536)
+        out.append(rng.choice([
+            f'INFO:     {ip}:{port} - "GET /health HTTP/1.1" 200 OK',
+            f'INFO:     {ip}:{port} - "GET /health_generate HTTP/1.1" 200 OK',
+            f'INFO:     {ip}:{port} - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request',
+            f'INFO:     {ip}:{port} - "GET /v1/nonexistent HTTP/1.1" 404 Not Found',
+            f'INFO:     {ip}:{port} - "POST /v1/completions HTTP/1.1" 503 Service Unavailable',
+            "WARNING:  Invalid HTTP request received.",
+            f"The input (len={rng.randrange(33000, 200000)}) is longer than the model's context length (32768).",
+            f"Abort request {rng.getrandbits(128):032x}: the client disconnected.",
+        ]))
+    return out
+
+
 def build_event_pool(run: Run, rng: random.Random) -> list[str]:
     """Pre-render a coherent random walk of Prefill/Decode stat lines (bodies only)."""
     n = 1 << POOL_BITS
@@ -394,8 +435,11 @@ def build_event_pool(run: Run, rng: random.Random) -> list[str]:
     return out
 
 
-def build_access_pool(rng: random.Random) -> list[str]:
+def build_access_pool(rng: random.Random, wide: bool = False) -> list[str]:
     clients = ["127.0.0.1"] * 14 + ["10.0.3.17", "10.0.3.18", "10.0.7.42"]
+    if wide:  # a public endpoint: clients from everywhere, every address width
+        clients = [f"{rng.randrange(1, 224)}.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
+                   for _ in range(4096)]
     paths = (
         [("POST", "/v1/chat/completions")] * 80
         + [("POST", "/v1/completions")] * 10
@@ -407,7 +451,8 @@ def build_access_pool(rng: random.Random) -> list[str]:
     out = []
     for _ in range(1 << ACCESS_BITS):
         m, p = rng.choice(paths)
-        out.append(f'INFO:     {rng.choice(clients)}:{rng.randrange(32768, 61000)} - '
+        port = rng.randrange(1024, 65536) if wide else rng.randrange(32768, 61000)
+        out.append(f'INFO:     {rng.choice(clients)}:{port} - '
                    f'"{m} {p} HTTP/1.1" 200 OK')
     return out
 
@@ -464,7 +509,12 @@ def bulk(out: Out, clock: Clock, run: Run, rng: random.Random, stop_at: int,
     stat_counts = build_counts(rng, [3, 6, 4, 1])  # stat lines per stats-rank per second
     acc_counts = build_counts(rng, [2, 4, 5, 4, 3, 2, 1, 1])  # access lines per second
     pool2 = pool + pool[:8]  # slices never wrap
-    acc = build_access_pool(rng)
+    acc = build_access_pool(rng, wide=run.shape == "wide")
+    warns = build_warning_pool(rng) if run.shape == "warnings" else []
+    # lines per second on average: stat lines per stats rank + access lines
+    per_sec = len(run.stats) * 1.5 + 2.9
+    # one warning line per this many lines (frequent in "warnings", ~every 2,000 in "wide")
+    warn_p = per_sec / 50 if warns else 0.0
     reqs = build_request_pool(rng) if log_requests else []
     ri = 0
     AM = (1 << ACCESS_BITS) - 1
@@ -477,7 +527,7 @@ def bulk(out: Out, clock: Clock, run: Run, rng: random.Random, stop_at: int,
     aci = rng.randrange(1 << COUNT_BITS)
     rnd = rng.random
     # ~1 retraction warning per this many seconds (rank-wide)
-    retract_every = 1.0 / 20000.0
+    retract_every = per_sec / 2000.0 / len(run.stats) if run.shape == "wide" else 1.0 / 20000.0
     t = clock.t
     fmt = clock.ts
     add = out.add
@@ -515,7 +565,11 @@ def bulk(out: Out, clock: Clock, run: Run, rng: random.Random, stop_at: int,
         if rnd() < retract_every * nstat:
             j = rng.randrange(nstat)
             parts.append("[" + ts + suf[j] + "] " + retract_msg(run, rng))
+        if warns and rnd() < warn_p:
+            parts.append("[" + ts + "] " + warns[ri % len(warns)])
+            ri += 1
         if parts:
+            clock.t = t  # a prefixing writer stamps lines with the clock
             add("\n".join(parts) + "\n")
     clock.t = t
 
@@ -656,18 +710,28 @@ def crash(out: Out, clock: Clock, run: Run, rng: random.Random) -> None:
 # --------------------------------------------------------------------------- main
 
 
+def line_prefix(shape: str, clock: Clock, rng: random.Random):
+    """What a container runtime puts before each line, or None."""
+    if shape == "docker":
+        return lambda: "sglang-1  | "
+    if shape == "kubectl":
+        return lambda: (time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(clock.t))
+                        + f".{rng.randrange(10**9):09d}Z ")
+    return None
+
+
 def generate(path: str, size: int, seed: int, ranks: int, n_runs: int,
-             log_requests: bool = False) -> dict:
+             log_requests: bool = False, shape: str = "default") -> dict:
     rng = random.Random(seed)
-    out = Out(path)
     start = calendar.timegm((2026, 9, 7, 8, 0, 0, 0, 0, 0)) + rng.randrange(0, 86400 * 20)
     clock = Clock(start)
+    out = Out(path, prefix=line_prefix(shape, clock, random.Random(seed + 1)))
     weights = [1.0] * n_runs
     cum = 0.0
     tail_reserve = 6000 + 2500 * min(ranks, 8)
     endings = []
     for i in range(n_runs):
-        run = Run(i, n_runs, ranks, random.Random(rng.randrange(1 << 62)))
+        run = Run(i, n_runs, ranks, random.Random(rng.randrange(1 << 62)), shape)
         rr = random.Random(rng.randrange(1 << 62))
         startup(out, clock, run, rr)
         cum += weights[i] / sum(weights)
@@ -694,11 +758,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="server runs appended (default 3)")
     ap.add_argument("--log-requests", action="store_true",
                     help="also write the Receive/Finish request lines of --log-requests")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="default",
+                    help="; ".join(f"{k}: {v}" for k, v in SHAPES.items()))
     a = ap.parse_args(argv)
     if a.ranks < 1 or a.runs < 1:
         ap.error("--ranks and --runs must be >= 1")
     t0 = time.perf_counter()
-    info = generate(a.out, a.size, a.seed, a.ranks, a.runs, a.log_requests)
+    info = generate(a.out, a.size, a.seed, a.ranks, a.runs, a.log_requests, a.shape)
     dt = time.perf_counter() - t0
     print(f"wrote {a.out}: {info['bytes']} bytes, {info['lines']} lines, "
           f"{info['runs']} runs ({', '.join(info['endings'])}) in {dt:.1f} s", file=sys.stderr)
