@@ -233,6 +233,7 @@ def watch_cmd(
     plain: Annotated[bool, typer.Option("--plain", help="Plain lines even on a terminal.")] = False,
     pid: Annotated[int | None, typer.Option(
         "--pid", min=1, help="Server PID to watch for death (default: from the `logx run` sidecar).")] = None,
+    since: SinceOpt = None,
     patterns: PatternsOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show info findings too.")] = False,
     width: Annotated[int | None, typer.Option("--width", help="Text width (default: terminal).")] = None,
@@ -244,7 +245,7 @@ def watch_cmd(
     catalog = load_catalog(patterns)
     options = WatchOptions(until=until.value if until else None, timeout=timeout, silence=silence,
                            from_end=from_end, mode="json" if as_json else ("plain" if plain else "auto"),
-                           verbose=verbose, pid=pid, width=width)
+                           verbose=verbose, pid=pid, since=_since(since), width=width)
     try:
         code = watch(log, options, catalog=catalog, console=make_console(width))
     except ValueError as exc:

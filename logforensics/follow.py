@@ -54,7 +54,8 @@ COUNT_LIMIT = 1 << 30  # --from-end counts skipped lines up to this many bytes
 class Tick:
     """Control returned to the consumer when no line is ready.
 
-    ``kind`` is one of ``idle`` (nothing new this poll), ``waiting`` (the file does not exist
+    ``kind`` is one of ``idle`` (nothing new this poll; ``detail`` ``quiet`` when nothing has
+    changed for ``partial_after`` seconds, by the clock or the file's mtime), ``waiting`` (the file does not exist
     yet), ``opened`` (the file was opened; ``detail`` says where reading starts),
     ``truncated``, ``rotated`` (``detail`` describes what happened) or ``eof`` (a stream
     ended; the generator returns after it)."""
@@ -64,6 +65,7 @@ class Tick:
 
 
 IDLE = Tick("idle")
+QUIET = Tick("idle", "quiet")  # idle, and the writer has been quiet for ``partial_after`` s
 WAITING = Tick("waiting")
 FollowItem = RawLine | Tick
 
@@ -120,11 +122,15 @@ def _start_at(fd: int, pos: int) -> tuple[int, int, bool]:
 
 
 def follow_file(path: str | os.PathLike, *, from_end: bool = False, start_offset: int = 0,
-                poll: float = POLL_SECONDS, max_line: int = MAX_LINE_BYTES) -> Iterator[FollowItem]:
+                poll: float = POLL_SECONDS, max_line: int = MAX_LINE_BYTES,
+                partial_after: float | None = None) -> Iterator[FollowItem]:
     """Follow ``path`` forever (``tail -F``); see the module docstring. ``start_offset``
     starts the first file at that byte (e.g. where a ``logx run --append`` run began; ignored
-    when beyond the file's end), ``from_end`` at its end. Raises ``SourceError`` if the path
-    is a directory or unreadable. Close the generator to stop."""
+    when beyond the file's end), ``from_end`` at its end. ``partial_after``: a last line
+    without newline is yielded (``eol=False``) once the file has not changed for that many
+    seconds (its mtime counts, so a file written long ago gives it at once); its continuation,
+    if the writer resumes, keeps its line number. Raises ``SourceError`` if the path is a
+    directory or unreadable. Close the generator to stop."""
     name = os.fspath(path)
     opened = _open_regular(name)
     while opened is None:
@@ -136,7 +142,7 @@ def follow_file(path: str | os.PathLike, *, from_end: bool = False, start_offset
         # A named pipe or a device: no size, no rotation: read it like a stream.
         try:
             yield Tick("opened", "stream")
-            yield from _follow_fd(fd, poll, max_line)
+            yield from _follow_fd(fd, poll, max_line, partial_after)
         finally:
             os.close(fd)
         return
@@ -148,6 +154,7 @@ def follow_file(path: str | os.PathLike, *, from_end: bool = False, start_offset
             pos, before, skip_fragment = _start_at(fd, st.st_size if from_end else start_offset)
         splitter = LineSplitter(max_line, first_number=before + 1, offset=pos)
         yield Tick("opened", f"offset {pos}" if pos else "start")
+        data_at = time.monotonic()  # when bytes last arrived
 
         def fresh(number: int) -> LineSplitter:
             return LineSplitter(max_line, first_number=number + 1, offset=0)
@@ -159,6 +166,7 @@ def follow_file(path: str | os.PathLike, *, from_end: bool = False, start_offset
                 raise SourceError(f"{name}: read failed ({exc.strerror or exc})") from None
             if chunk:
                 pos += len(chunk)
+                data_at = time.monotonic()
                 if skip_fragment:
                     nl = chunk.find(b"\n")
                     if nl < 0:
@@ -197,29 +205,39 @@ def follow_file(path: str | os.PathLike, *, from_end: bool = False, start_offset
                 splitter = fresh(splitter.number)
                 yield Tick("rotated", f"{name} was replaced (new file); reading it from the start")
                 continue
-            size = os.fstat(fd).st_size
+            st = os.fstat(fd)
+            size = st.st_size
             if size < pos:
                 yield from splitter.finish()
                 splitter = fresh(splitter.number)
                 pos, skip_fragment = 0, False
                 yield Tick("truncated", f"{name} was truncated; reading it from the start")
                 continue
-            yield IDLE
+            quiet = partial_after is not None and (time.monotonic() - data_at >= partial_after
+                                                   or time.time() - st.st_mtime >= partial_after)
+            if quiet and splitter.has_pending and not skip_fragment:
+                yield from splitter.flush_partial()
+            yield QUIET if quiet else IDLE
             time.sleep(poll)
     finally:
         with contextlib.suppress(OSError):
             os.close(fd)
 
 
-def _follow_fd(fd: int, poll: float, max_line: int) -> Iterator[FollowItem]:
+def _follow_fd(fd: int, poll: float, max_line: int,
+               partial_after: float | None = None) -> Iterator[FollowItem]:
     splitter = LineSplitter(max_line)
+    data_at = time.monotonic()
     while True:
         try:
             ready, _, _ = select.select([fd], [], [], poll)
         except InterruptedError:  # pragma: no cover - PEP 475 retries
             continue
         if not ready:
-            yield IDLE
+            quiet = partial_after is not None and time.monotonic() - data_at >= partial_after
+            if quiet and splitter.has_pending:
+                yield from splitter.flush_partial()
+            yield QUIET if quiet else IDLE
             continue
         try:
             chunk = os.read(fd, READ_BYTES)
@@ -232,17 +250,20 @@ def _follow_fd(fd: int, poll: float, max_line: int) -> Iterator[FollowItem]:
             yield from splitter.finish()
             yield Tick("eof")
             return
+        data_at = time.monotonic()
         yield from splitter.feed(chunk)
 
 
 def follow_stream(stream: BinaryIO | int | None = None, *, poll: float = POLL_SECONDS,
-                  max_line: int = MAX_LINE_BYTES) -> Iterator[FollowItem]:
+                  max_line: int = MAX_LINE_BYTES,
+                  partial_after: float | None = None) -> Iterator[FollowItem]:
     """Follow a pipe (default: standard input) until EOF, which may never come. Lines are
     yielded as soon as their newline arrives; ``Tick("idle")`` every ``poll`` seconds of
     silence; ``Tick("eof")`` last, then the generator returns. A final line without a
-    newline is yielded (``eol=False``) before the EOF tick."""
+    newline is yielded (``eol=False``) before the EOF tick, and with ``partial_after`` as
+    soon as the pipe has been quiet that long (as ``follow_file``)."""
     if stream is None:
         stream = sys.stdin.buffer
     fd = stream if isinstance(stream, int) else stream.fileno()
     yield Tick("opened", "stream")
-    yield from _follow_fd(fd, poll, max_line)
+    yield from _follow_fd(fd, poll, max_line, partial_after)

@@ -50,6 +50,7 @@ class LineSplitter:
         self.position = offset  # absolute offset of the next byte to be fed
         self._pending = bytearray()
         self._overflow = False
+        self._continues = False  # the pending bytes continue a line already emitted cut
 
     def _append(self, piece: bytes) -> None:
         if self._overflow:
@@ -81,8 +82,13 @@ class LineSplitter:
                 data, truncated = chunk[start : start + self.max_line], True
             else:
                 data, truncated = chunk[start:nl], False
-            self.number += 1
-            out.append(RawLine(self.number, self.line_start, data, truncated))
+            if self._continues:  # the rest of a line emitted early (``flush_partial``)
+                self._continues = False
+                if data:
+                    out.append(RawLine(self.number, self.line_start, data, truncated))
+            else:
+                self.number += 1
+                out.append(RawLine(self.number, self.line_start, data, truncated))
             start = nl + 1
             self.line_start = base + start
         self.position = base + len(chunk)
@@ -95,13 +101,24 @@ class LineSplitter:
     def finish(self) -> list[RawLine]:
         """Emit the final line that had no newline (if any)."""
         if not self.has_pending:
+            self._continues = False
             return []
-        self.number += 1
+        if not self._continues:
+            self.number += 1
+        self._continues = False
         line = RawLine(self.number, self.line_start, bytes(self._pending), self._overflow, False)
         self._pending.clear()
         self._overflow = False
         self.line_start = self.position
         return [line]
+
+    def flush_partial(self) -> list[RawLine]:
+        """Emit the pending line without its newline now (``eol`` False), for a follower whose
+        writer went quiet mid-line: a crashing process often dies before the newline. Bytes
+        that later continue that line come out under the same line number."""
+        lines = self.finish()
+        self._continues = bool(lines)
+        return lines
 
 
 def split_chunks(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Iterator[RawLine]:

@@ -31,6 +31,7 @@ then a summary and explain's exit code. Exit codes are those of ``report.py``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import signal
@@ -105,6 +106,7 @@ class WatchOptions:
     mode: str = "auto"
     verbose: bool = False  # also show info-severity findings (plain/live; JSON shows all)
     pid: int | None = None  # a process to watch besides the sidecar's
+    since: float | None = None  # epoch seconds the run of interest started (older lines: stale)
     use_sidecar: bool = True
     idle_flush: float = 0.5
     poll: float = POLL_SECONDS
@@ -612,6 +614,7 @@ class Watcher:
         self._last_phase: dict[int, str] = {}
         self._flushed_at = -1
         self._pending_hits: list = []  # hits from the last idle-flush snapshot
+        self._pending_tracebacks: list[Traceback] = []  # the open tracebacks it matched
         self._findings: list[Finding] = []  # the current run's findings, ranked
         self.problem_since: float | None = None
         self.process_end: ProcessEnd | None = None
@@ -621,6 +624,7 @@ class Watcher:
         self.finished = False
         self.eof = False
         self.live = False  # caught up with what the source held when the watch started
+        self.history_lines: int | None = None  # the lines it held then (None: not caught up yet)
         self.synthetic: list[Finding] = []
 
     # — state ——————————————————————————————————————————————————————————————
@@ -649,11 +653,14 @@ class Watcher:
                     trigger = True
         if self._pending_hits and (not self.analyzer.events.assembler.has_open
                                    or any(e.kind == "traceback" for e in events)):
-            self._pending_hits = []  # the snapshot's traceback completed: its real hits count now
+            self._clear_pending()  # the snapshot's traceback completed: its real hits count now
         runs = self.analyzer.runs
         if not runs:
             return
         if len(runs) != self._runs_seen:
+            # A new run: the previous run's problems no longer decide (its own are checked below).
+            self._clear_pending()
+            self.problem_since = None
             for run in runs[max(self._runs_seen - 1, 0):]:
                 self._check_phases(run)
                 self._check_findings(run)
@@ -661,8 +668,6 @@ class Watcher:
                 if run.index > 1:
                     self.renderer.new_run(run, self.last_ts)
             self._runs_seen = len(runs)
-            self._pending_hits = []
-            self.problem_since = None
         run = runs[-1]
         hits = len(self.analyzer.matcher.hits.get(run.index, ()))
         if interesting:
@@ -706,6 +711,7 @@ class Watcher:
         if pending:
             scratch = Matcher(self.catalog)
             scratch.hits = {run.index: list(self.analyzer.matcher.hits.get(run.index, ()))}
+            self._pending_tracebacks = list(pending)
             for tb in pending:
                 self._pending_hits.extend(scratch.on_traceback(tb, run))
         findings = self.snapshot_findings(run)
@@ -721,7 +727,10 @@ class Watcher:
             scratch = Matcher(self.catalog)
             scratch.hits = {run.index: list(self.analyzer.matcher.hits.get(run.index, ()))
                             + self._pending_hits}
-            return scratch.findings(run, run_facts(run))
+            # the facts as explain's would be once the open traceback is part of the run
+            seen = copy.copy(run)
+            seen.tracebacks = run.tracebacks + self._pending_tracebacks
+            return scratch.findings(run, run_facts(seen))
         return self.analyzer.findings(run)
 
     def _report(self, f: Finding) -> None:
@@ -734,14 +743,24 @@ class Watcher:
         if f.is_problem and self.problem_since is None and (self.run is None or f.run == self.run.index):
             self.problem_since = time.monotonic()
 
-    def _idle_flush(self, now: float) -> None:
-        if now - self.last_line_at < self.options.idle_flush or self._flushed_at == self.analyzer.lines:
+    def _clear_pending(self) -> None:
+        self._pending_hits = []
+        self._pending_tracebacks = []
+
+    def _idle_flush(self, now: float, quiet: bool = False) -> None:
+        """Match a traceback still open once the writer went quiet (``quiet``: the source
+        says it has been, e.g. a file last written long ago) or ``idle_flush`` s passed."""
+        if not (quiet or now - self.last_line_at >= self.options.idle_flush) \
+                or self._flushed_at == self.analyzer.lines:
             return
         self._flushed_at = self.analyzer.lines
         pending = self.analyzer.events.assembler.pending()
-        run = self.run
-        if pending and run is not None:
-            self._pending_hits = []
+        if pending:
+            if self.run is None:  # a cut log may be nothing but an open traceback: no run yet
+                self.analyzer.tracker.current  # noqa: B018 - makes the run, as explain's finish would
+                self._ingest([])
+            run = self.analyzer.tracker.current
+            self._clear_pending()
             self._check_findings(run, pending)
 
     def _finish(self) -> None:
@@ -749,7 +768,7 @@ class Watcher:
             return
         self.finished = True
         self._flush_bulk()
-        self._pending_hits = []
+        self._clear_pending()
         events = self.analyzer.finish()
         self._ingest(events)
         if self.run is not None:
@@ -809,7 +828,8 @@ class Watcher:
             extra = [f for f in self.synthetic if f.run == report.run.index]
             report.findings = rank(self.snapshot_findings(report.run) + extra)
         if status and self.path is not None:
-            opts = Options(pid=self.options.pid, silence=self.options.silence or 120.0)
+            opts = Options(pid=self.options.pid, since=self.options.since,
+                           silence=self.options.silence or 120.0)
             try:
                 found = staleness.assess(self.path, report, opts, context=self.context)
             except Exception:  # noqa: BLE001 - the detector is advisory here; never lose the end
@@ -835,10 +855,10 @@ class Watcher:
             verdict, primary = "failed", self.best_problem() or primary
         return Outcome(reason, code, verdict, primary, self.run, self.process_end, message, extra)
 
-    def _stale_history(self) -> Outcome | None:
-        """A gate decided on lines that were already in the file when the watch started: make
-        sure they are this run's (the stale-log detector), not a previous run's output."""
-        if self.live or self.path is None:
+    def _stale_history(self, line: int) -> Outcome | None:
+        """A gate decided on ``line``, which was already in the file when the watch started:
+        make sure it is this run's (the stale-log detector), not a previous run's output."""
+        if self.path is None or (self.history_lines is not None and line > self.history_lines):
             return None
         report = self.report(status=True)
         if report.verdict != "stale":
@@ -863,19 +883,25 @@ class Watcher:
         until = o.until
         died = self.process_end is not None and self._death_drained
         if until == "ready":
-            if gate_ready(run):
-                line = run.phase_lines.get("ready") or run.phase_lines.get("serving")
-                return self._stale_history() or self._outcome(
-                    "ready", EXIT_OK, f"the server is ready (line {line})")
-            problem = self.best_problem()
-            if problem is not None and self.problem_since is not None and (
-                    idle or now - self.problem_since >= SETTLE_SECONDS):
-                return self._stale_history() or self._outcome(
-                    "failed", EXIT_FAILURE, f"{problem.id}: {problem.title}")
-            if self.eof or died:
+            ended = self.eof or died
+            if ended:
                 self._finish()
-                if gate_ready(self.run):
-                    return self._outcome("ready", EXIT_OK, "the server is ready")
+            # While the history is still being read nothing is decided: the gate judges the
+            # run the log is about once it has read what the log already holds, as explain does.
+            if self.live or ended:
+                run = self.run
+                problem = self.best_problem()
+                if problem is not None and (ended or idle or (
+                        self.problem_since is not None and now - self.problem_since >= SETTLE_SECONDS)):
+                    if not ended or gate_ready(run):
+                        at = problem.evidence[0].line if problem.evidence else self.analyzer.lines
+                        return self._stale_history(at) or self._outcome(
+                            "failed", EXIT_FAILURE, f"{problem.id}: {problem.title}")
+                elif problem is None and gate_ready(run):
+                    line = run.phase_lines.get("ready") or run.phase_lines.get("serving") or 0
+                    return self._stale_history(line) or self._outcome(
+                        "ready", EXIT_OK, f"the server is ready (line {line})")
+            if ended:
                 self._death_findings()
                 problem = self.best_problem()
                 what = self.process_end.describe() if self.process_end else "the input stream ended"
@@ -924,7 +950,8 @@ class Watcher:
                 idle = False
                 if isinstance(item, RawLine):
                     self.waiting = False
-                    self.last_line_at = now
+                    if item.eol:  # a line without newline comes once the writer went quiet
+                        self.last_line_at = now
                     self.feed(item)
                 else:
                     idle = self._on_tick(item, now)
@@ -968,11 +995,13 @@ class Watcher:
             self.waiting = False
             return False
         # idle: everything the source holds has been read
-        self.live = True
+        if not self.live:
+            self.live = True
+            self.history_lines = self.analyzer.lines
         self._flush_bulk()
         if self.process_end is not None:
             self._death_drained = True
-        self._idle_flush(now)
+        self._idle_flush(now, quiet=tick.detail == "quiet")
         return True
 
     def execute(self) -> int:
@@ -996,12 +1025,13 @@ def open_source(source: str, options: WatchOptions,
         if stdin is None or stdin.isatty():
             raise SourceError("no log to watch: name a file (logx watch server.log) or pipe one "
                               "in (tail -f server.log | logx watch)")
-        return follow_stream(stdin.buffer, poll=options.poll), "<stdin>"
+        return follow_stream(stdin.buffer, poll=options.poll,
+                             partial_after=options.idle_flush), "<stdin>"
     if os.path.isdir(source):
         raise SourceError(f"{source}: is a directory, not a log file")
     offset = context.offset if context is not None and not options.from_end else 0
     return follow_file(source, from_end=options.from_end, start_offset=offset,
-                       poll=options.poll), source
+                       poll=options.poll, partial_after=options.idle_flush), source
 
 
 def make_renderer(options: WatchOptions, out: TextIO | None = None,
@@ -1053,7 +1083,8 @@ def watch(source: str = "-", options: WatchOptions | None = None, *,
     monitor = ProcessMonitor(path, options.pid, options.use_sidecar)
     context = None
     if path is not None:
-        context = staleness.prepare(path, Options(pid=options.pid)) if options.use_sidecar \
+        context = staleness.prepare(path, Options(pid=options.pid, since=options.since)) \
+            if options.use_sidecar \
             else staleness.Context(path=path)
     items, name = open_source(source, options, context)
     renderer = make_renderer(options, out, console)

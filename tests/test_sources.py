@@ -360,3 +360,18 @@ def test_character_device_is_readable():
     if not os.path.exists("/dev/null"):
         pytest.skip("no /dev/null")
     assert list(iter_file("/dev/null")) == []
+
+
+def test_a_partial_line_flushed_early_keeps_its_number_when_it_continues():
+    """``flush_partial`` (a follower's writer went quiet mid-line): the cut line comes out
+    without its newline, and its continuation under the same number; line numbers after it
+    are the ones a whole-file read gives."""
+    s = LineSplitter()
+    assert s.feed(b"one\ntw") == [RawLine(1, 0, b"one")]
+    assert s.flush_partial() == [RawLine(2, 4, b"tw", eol=False)]
+    assert s.feed(b"o\nthree\n") == [RawLine(2, 6, b"o"), RawLine(3, 8, b"three")]
+    assert s.flush_partial() == []
+    s.feed(b"four")
+    assert s.flush_partial() == [RawLine(4, 14, b"four", eol=False)]
+    assert s.feed(b"\n") == []  # only the newline was missing
+    assert s.feed(b"five\n") == [RawLine(5, 19, b"five")]

@@ -31,9 +31,10 @@ from logforensics.analysis import explain
 from logforensics.catalog import load_catalog
 from logforensics.follow import IDLE
 from logforensics.sources import RawLine
-from logforensics.watch import JsonRenderer, LiveRenderer, Watcher, WatchOptions
+from logforensics.watch import JsonRenderer, LiveRenderer, Watcher, WatchOptions, watch
 
 REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
 LOGX = [sys.executable, "-m", "logforensics", "watch"]
 CATALOG_IDS = {p.id for p in load_catalog().patterns}
 
@@ -622,3 +623,79 @@ def test_live_view_memory_and_serving_figures():
                    "mamba cache: conv 0.32 GB, ssm 13.61 GB", "after pools: avail 6.90 GB",
                    "running 12 req", "queue 3", "token usage 0.01", "gen 1234.56 tok/s", "No findings yet."):
         assert needle in text, (needle, text)
+
+
+# — every fixture through the gate: decided, and as explain decides ————————————————————
+
+
+def _watch_json(path: Path, **opts) -> list[dict]:
+    """``logx watch PATH --json`` in process; ``--timeout`` is only the safety net."""
+    out = io.StringIO()
+    watch(str(path), WatchOptions(mode="json", timeout=20, **opts), out=out)
+    return jsonl(out.getvalue())
+
+
+@pytest.mark.parametrize("fixture", sorted(FIXTURES.glob("*.log")), ids=lambda p: p.stem)
+def test_every_fixture_decides_the_gate_as_explain_does(fixture):
+    """A gate decides as soon as the run is decided, whatever it saw of the launch (a cut log,
+    a last line without newline, no launch lines): never by the timeout. Its verdict, exit
+    code, root cause and fix are explain's on the same bytes."""
+    objs = _watch_json(fixture, until="ready")
+    end = objs[-1]
+    assert end["reason"] != "timeout", end
+    report = explain(fixture)
+    assert end["exit_code"] == report.exit_code, end
+    assert end["reason"] == ("failed" if report.exit_code == 1 else "ready"), end
+    primary = report.primary
+    assert end["primary"] == (primary.id if primary and report.exit_code == 1 else None), end
+    if primary is not None and report.exit_code == 1:
+        seen = [o for o in objs if o["type"] == "finding" and o["id"] == primary.id]
+        assert seen and seen[0]["fix"] == primary.fix and seen[0]["title"] == primary.title
+
+
+SEED_CUT = SEED[1:]  # what `tail` shows: no launch line, no server_args
+
+
+@pytest.mark.parametrize("shape", ["last_line_without_newline", "from_end", "rotated"])
+def test_gate_decides_at_once_after_a_fatal_finding(tmp_path, procs, shape):
+    """The seed's crash decides the gate while the writer still holds the file open, whatever
+    the watch saw of the launch: the last line has no newline (the process died mid-line), the
+    watch joined with --from-end after an earlier ready run, or the log was rotated and the new
+    file holds only the traceback."""
+    log = tmp_path / "server.log"
+    args = ["--until", "ready", "--json", "--timeout", "20"]
+    if shape == "last_line_without_newline":
+        steps = lines_steps(SEED_CUT[:-1], 0.01) + [["w", SEED_CUT[-1]], ["sleep", 30]]
+    elif shape == "from_end":
+        log.write_text("\n".join(HEALTHY) + "\n")
+        args.append("--from-end")
+        steps = lines_steps(SEED_CUT, 0.01) + [["sleep", 30]]
+    else:
+        steps = lines_steps(HEALTHY[:3], 0.01) + [["sleep", 0.2], ["rotate"]] + lines_steps(SEED_CUT, 0.01) \
+            + [["sleep", 30]]
+    p = procs.follow(log, *args)
+    writer = procs.writer(log, steps)
+    code, out, err = run_logx(p, timeout=25)
+    assert code == 1, (out, err)
+    assert writer.poll() is None  # decided by the crash, not by the end of the writer
+    end = jsonl(out)[-1]
+    assert end["reason"] == "failed" and end["primary"] == SEED_ID, end
+
+
+def test_gate_on_a_healthy_run_then_a_failed_relaunch_is_failed(tmp_path):
+    """The run the log is about now decides, not the first run's ready line."""
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(HEALTHY + KV_FAIL) + "\n")
+    end = _watch_json(log, until="ready")[-1]
+    assert (end["reason"], end["exit_code"], end["run"]) == ("failed", 1, 2)
+    assert explain(log).exit_code == 1
+
+
+def test_gate_with_since_does_not_trust_an_earlier_runs_ready_line(tmp_path, procs):
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(HEALTHY) + "\n")  # March timestamps: before the run of interest
+    code, out, _ = run_logx(procs.logx(str(log), "--until", "ready", "--json", "--since", "10m",
+                                       "--timeout", "20"), timeout=25)
+    assert code == 3
+    end = jsonl(out)[-1]
+    assert end["reason"] == "stale" and end["verdict"] == "stale"
