@@ -10,7 +10,10 @@
  * the lines that represent the stretch, so the caller feeds only those through the full
  * pipeline. No Python object is made per line.
  *
- * Categories are small ints shared with analysis.py (a test checks they agree).
+ * Categories are small ints shared with analysis.py (a test checks they agree). The marks a
+ * statistics line is tested for come from the log's dialect (``dialects.base.StatsMarks``),
+ * given when a table is made: ``Templates(ok_end=…, request_mark=…, request_min_len=…,
+ * request_window=…)``; a table made without them counts no access or request-log lines.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -20,16 +23,6 @@
 enum { OTHER = 0, DECODE = 1, PREFILL = 2, ACCESS = 3, REQUEST = 4, BLANK = 5 };
 
 #define MAX_TEMPLATE 1024 /* analysis.TEMPLATE_MAX_BYTES: longer lines are never statistics */
-
-static const char OK_END[] = "\" 200 OK"; /* an access line counted here must end so */
-#define OK_END_LEN 8
-
-/* a request-log line: longer than REQUEST_MIN_LEN, REQUEST_MARK starting in its first
- * REQUEST_HEAD_WINDOW bytes (analysis.Analyzer._is_request_log) */
-static const char REQUEST_MARK[] = ": obj=";
-#define REQUEST_MARK_LEN 6
-#define REQUEST_MIN_LEN 40
-#define REQUEST_HEAD_WINDOW 200
 
 typedef struct {
     uint64_t hash;
@@ -42,6 +35,14 @@ typedef struct {
     Entry *slots;
     Py_ssize_t capacity; /* a power of two */
     Py_ssize_t used;
+    /* the dialect's marks: an access line counted must end in ok_end; a request-log line is
+     * longer than request_min_len and holds request_mark in its first request_window bytes */
+    char ok_end[MAX_TEMPLATE];
+    Py_ssize_t ok_end_len;
+    char request_mark[MAX_TEMPLATE];
+    Py_ssize_t request_mark_len;
+    Py_ssize_t request_min_len;
+    Py_ssize_t request_window;
 } TemplatesObject;
 
 /* A fast hash over 8-byte words (the key is verified with memcmp, so it only has to spread). */
@@ -115,6 +116,29 @@ Templates_dealloc(TemplatesObject *self)
 
 static PyTypeObject TemplatesType;
 
+static int
+Templates_init(TemplatesObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"ok_end", "request_mark", "request_min_len", "request_window", NULL};
+    const char *ok_end = "", *mark = "";
+    Py_ssize_t ok_end_len = 0, mark_len = 0, min_len = 0, window = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$y#y#nn:Templates", keywords, &ok_end, &ok_end_len,
+                                     &mark, &mark_len, &min_len, &window))
+        return -1;
+    if (ok_end_len > MAX_TEMPLATE || mark_len > MAX_TEMPLATE || window < 0 || window > MAX_TEMPLATE
+            || min_len < 0) {
+        PyErr_SetString(PyExc_ValueError, "marks and request_window must fit the template cap");
+        return -1;
+    }
+    memcpy(self->ok_end, ok_end, (size_t)ok_end_len);
+    self->ok_end_len = ok_end_len;
+    memcpy(self->request_mark, mark, (size_t)mark_len);
+    self->request_mark_len = mark_len;
+    self->request_min_len = min_len;
+    self->request_window = window;
+    return 0;
+}
+
 static PyObject *
 Templates_add(TemplatesObject *self, PyObject *args)
 {
@@ -164,16 +188,17 @@ lookup(TemplatesObject *table, const unsigned char *key, Py_ssize_t len)
     return e->template == NULL ? NULL : e;
 }
 
-/* The first REQUEST_MARK lying wholly in the ``n`` bytes at ``p`` (memmem is not portable). */
+/* The first ``mark`` (``mark_len`` > 0 bytes) lying wholly in the ``n`` bytes at ``p``
+ * (memmem is not portable). */
 static const char *
-find_mark(const char *p, Py_ssize_t n)
+find_mark(const char *p, Py_ssize_t n, const char *mark, Py_ssize_t mark_len)
 {
     const char *end = p + n;
-    while (end - p >= REQUEST_MARK_LEN) {
-        const char *c = memchr(p, ':', (size_t)(end - p - REQUEST_MARK_LEN + 1));
+    while (end - p >= mark_len) {
+        const char *c = memchr(p, mark[0], (size_t)(end - p - mark_len + 1));
         if (c == NULL)
             return NULL;
-        if (memcmp(c, REQUEST_MARK, REQUEST_MARK_LEN) == 0)
+        if (memcmp(c, mark, (size_t)mark_len) == 0)
             return c;
         p = c + 1;
     }
@@ -184,16 +209,16 @@ find_mark(const char *p, Py_ssize_t n)
  * analysis.Analyzer._is_request_log decides: the head's template is a known REQUEST head and
  * the line holds no carriage return. */
 static int
-is_request_line(const char *line, Py_ssize_t len, TemplatesObject *heads)
+is_request_line(TemplatesObject *self, const char *line, Py_ssize_t len, TemplatesObject *heads)
 {
-    if (len <= REQUEST_MIN_LEN)
+    if (self->request_mark_len == 0 || len <= self->request_min_len)
         return 0;
-    Py_ssize_t window = len < REQUEST_HEAD_WINDOW ? len : REQUEST_HEAD_WINDOW;
-    const char *obj = find_mark(line, window);
+    Py_ssize_t window = len < self->request_window ? len : self->request_window;
+    const char *obj = find_mark(line, window, self->request_mark, self->request_mark_len);
     if (obj == NULL)
         return 0;
-    unsigned char head[REQUEST_HEAD_WINDOW];
-    Py_ssize_t head_len = obj - line + REQUEST_MARK_LEN;
+    unsigned char head[MAX_TEMPLATE];
+    Py_ssize_t head_len = obj - line + self->request_mark_len;
     translate(line, head_len, head);
     Entry *e = lookup(heads, head, head_len);
     return e != NULL && e->category == REQUEST && memchr(line, '\r', (size_t)len) == NULL;
@@ -239,11 +264,12 @@ Templates_scan(TemplatesObject *self, PyObject *args)
             if (e == NULL)
                 break; /* a new template: the caller learns it */
             category = e->category;
-            if (category == ACCESS && (len < OK_END_LEN || memcmp(line + len - OK_END_LEN, OK_END, OK_END_LEN) != 0))
+            if (category == ACCESS && (self->ok_end_len == 0 || len < self->ok_end_len
+                    || memcmp(line + len - self->ok_end_len, self->ok_end, (size_t)self->ok_end_len) != 0))
                 category = OTHER;
         }
         if (category == OTHER) {
-            if (!is_request_line(line, len, heads))
+            if (!is_request_line(self, line, len, heads))
                 break;
             category = REQUEST;
         }
@@ -281,6 +307,7 @@ static PyTypeObject TemplatesType = {
     .tp_basicsize = sizeof(TemplatesObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Templates_init,
     .tp_dealloc = (destructor)Templates_dealloc,
     .tp_methods = Templates_methods,
 };

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any
 
 from . import staleness
 from .catalog import Catalog, load_catalog
+from .dialects import DEFAULT, DETECT_LINES, Detection, Dialect, detect, given
+from .dialects.base import StatsMarks
 from .events import Event
 from .findings import Finding, Matcher, rank
-from .lines import decode
+from .lines import decode, visible_text
 from .memory import memory_facts
 from .pipeline import EventStream, Source
 from .report import Report
@@ -30,60 +33,6 @@ try:
 except ImportError:  # not built (no C compiler at install): the same scan runs in Python
     ScanTemplates = None
 
-MAMBA_FLAG_OLD = "--mamba-scheduler-strategy"
-MAMBA_FLAG_NEW = "--mamba-radix-cache-strategy"
-GRAPH_BS_OLD = "--cuda-graph-max-bs"
-GRAPH_BS_NEW = "--cuda-graph-max-bs-decode"
-
-
-def version_tuple(version: str | None) -> tuple[int, ...] | None:
-    if not version:
-        return None
-    parts = []
-    for piece in version.split(".")[:3]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts) if parts else None
-
-
-def mamba_strategy_flag(run: Run) -> str:
-    """The Mamba radix-cache strategy flag's name in this run's release: renamed from
-    ``--mamba-scheduler-strategy`` to ``--mamba-radix-cache-strategy`` in 0.5.14, the old
-    name removed in 0.5.20."""
-    if "mamba_radix_cache_strategy" in run.args:
-        return MAMBA_FLAG_NEW
-    if "mamba_scheduler_strategy" in run.args:
-        return MAMBA_FLAG_OLD
-    version = version_tuple(run.sglang_version)
-    if version:
-        return MAMBA_FLAG_OLD if version < (0, 5, 14) else MAMBA_FLAG_NEW
-    if ">=0.5.19" in run.version_hints:  # the dict-form server_args dump: the old name is gone
-        return MAMBA_FLAG_NEW
-    # The flag SGLang's own messages name is the flag of this release (a cut message
-    # still names it: no other flag starts with "--mamba-scheduler").
-    texts = " ".join(tb.message for tb in run.tracebacks)
-    if MAMBA_FLAG_NEW in texts:
-        return MAMBA_FLAG_NEW
-    if "--mamba-scheduler" in texts:
-        return MAMBA_FLAG_OLD
-    return f"{MAMBA_FLAG_NEW} (named {MAMBA_FLAG_OLD} before SGLang 0.5.14)"
-
-
-def cuda_graph_max_bs_flag(run: Run) -> str:
-    """``--cuda-graph-max-bs`` became ``--cuda-graph-max-bs-decode`` in 0.5.20."""
-    version = version_tuple(run.sglang_version)
-    if version:
-        return GRAPH_BS_OLD if version < (0, 5, 20) else GRAPH_BS_NEW
-    texts = " ".join(tb.message for tb in run.tracebacks)
-    if GRAPH_BS_NEW in texts or "cuda_graph_max_bs_decode" in run.args:
-        return GRAPH_BS_NEW
-    if f"{GRAPH_BS_OLD} " in texts or "cuda_graph_max_bs" in run.args or ">=0.5.19" not in \
-            run.version_hints:
-        return GRAPH_BS_OLD
-    return f"{GRAPH_BS_NEW} ({GRAPH_BS_OLD} before SGLang 0.5.20)"
-
 
 def run_facts(run: Run) -> dict[str, Any]:
     """Values for the catalog's ``{placeholders}``."""
@@ -91,9 +40,10 @@ def run_facts(run: Run) -> dict[str, Any]:
                              if isinstance(v, str | int | float | bool)}
     facts.update({
         "model": run.model or run.model_class,
+        "server": run.dialect.label,
+        "server_version": run.server_version,
         "sglang_version": run.sglang_version,
-        "mamba_strategy_flag": mamba_strategy_flag(run),
-        "cuda_graph_max_bs_flag": cuda_graph_max_bs_flag(run),
+        **run.flag_names(),
     })
     # the memory ledger's numbers and arithmetic ({kv_room_arithmetic}, {oom_requested_gib}, …)
     facts.update({k: v for k, v in memory_facts(run, facts).items() if k not in facts})
@@ -104,17 +54,17 @@ def run_facts(run: Run) -> dict[str, Any]:
 OTHER, DECODE, PREFILL, ACCESS, REQUEST, BLANK = 0, 1, 2, 3, 4, 5
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _ZEROS = repeat(OTHER)
-_OK_END = b'" 200 OK\n'
 TEMPLATE_MAX_BYTES = 1024  # longer lines are never statistics lines: full path, not learned
+DETECT_BYTES = 1 << 16  # the dialect is detected from the first lines in this many bytes
 TEMPLATE_MAX_COUNT = 20_000  # bound on the learned templates (memory stays flat)
 
 
-def template_category(tokenizer, data: bytes) -> tuple[int, int]:
-    """What the full path makes of ``data`` alone (no traceback open): ``(category, status)``.
-    A fast-path category only for a line that becomes exactly one batch or access event and
-    leaves no traceback open."""
-    line = decode(RawLine(1, 0, data))
-    event = tokenizer.tokenize(line)
+def template_category(stream: EventStream, data: bytes) -> tuple[int, int]:
+    """What the full path (``stream``'s prefix and rules) makes of ``data`` alone (no
+    traceback open): ``(category, status)``. A fast-path category only for a line that
+    becomes exactly one batch or access event and leaves no traceback open."""
+    line = decode(RawLine(1, 0, data), stream.prefix)
+    event = stream.tokenizer.tokenize(line)
     assembler = TracebackAssembler()
     consumed, done = assembler.feed(line, event)
     if consumed or done or assembler.has_open:
@@ -132,31 +82,34 @@ def template_category(tokenizer, data: bytes) -> tuple[int, int]:
     return OTHER, 0
 
 
-def learn_template(tokenizer, data: bytes, template: bytes) -> int:
+def learn_template(stream: EventStream, data: bytes, template: bytes) -> int:
     """The fast-path category of every line whose digits-as-zeros form is ``template``.
 
     The full path treats every digit alike (``\\d``, never a literal digit: the rules' regexes
     are checked for that in the tests), so a line and its template get the same event kind.
     Both are run through the full path and must agree. An access line's template must end in
-    ``HTTP/x.x" 000 OK`` with one ``HTTP/`` in it, so that its status is the one at its end:
-    ``consume`` then checks, by counting ``" 200 OK\\n`` at C speed, that every access line of
-    a stretch is a 200 (other statuses take the full path)."""
+    the dialect's ``ok_end`` (``HTTP/x.x" 000 OK``) with one ``protocol`` (``HTTP/``) in it, so
+    that its status is the one at its end: ``consume`` then checks, by counting ``" 200 OK\\n``
+    at C speed, that every access line of a stretch is a 200 (other statuses take the full
+    path)."""
     if len(data) > TEMPLATE_MAX_BYTES:
         return OTHER
-    cat, _ = template_category(tokenizer, template)
-    if cat == OTHER or template_category(tokenizer, data)[0] != cat:
+    cat, _ = template_category(stream, template)
+    if cat == OTHER or template_category(stream, data)[0] != cat:
         return OTHER
-    ok_end = template.endswith(b'" 000 OK')
+    stats = stream.dialect.stats
+    ok_end = template.endswith(stats.ok_end.translate(_DIGITS))
     if cat == ACCESS:
-        return ACCESS if ok_end and template.count(b"HTTP/") == 1 else OTHER
+        return ACCESS if ok_end and template.count(stats.protocol) == 1 else OTHER
     return OTHER if ok_end else cat
 
 
-def _demote_non_200(block: bytes, tl: list, cats: list, a: int, b: int, pos: int) -> None:
-    """Send the access lines of lines ``a``..``b-1`` that are not a 200 down the full path."""
+def _demote_non_200(block: bytes, tl: list, cats: list, a: int, b: int, pos: int, ok_end: bytes) -> None:
+    """Send the access lines of lines ``a``..``b-1`` that do not end in ``ok_end`` (a 200,
+    newline included) down the full path."""
     for j in range(a, b):
         size = len(tl[j])
-        if cats[j] == ACCESS and not block.startswith(_OK_END, pos + size - len(_OK_END) + 1):
+        if cats[j] == ACCESS and not block.startswith(ok_end, pos + size - len(ok_end) + 1):
             cats[j] = OTHER
         pos += size + 1
 
@@ -164,12 +117,16 @@ def _demote_non_200(block: bytes, tl: list, cats: list, a: int, b: int, pos: int
 class BulkStretch:
     """A stretch of statistics lines seen on the fast path: counts, and the lines that
     represent it (its first line, the first and last prefill and decode lines, the last
-    access and request-log lines). Items are ``(number, offset, data, category)``."""
+    access and request-log lines). Items are ``(number, offset, data, category)``. ``stats``:
+    the dialect's marks of its statistics lines."""
 
     __slots__ = ("count", "batches", "requests", "first", "first_prefill", "last_prefill",
-                 "first_decode", "last_decode", "last_access", "last_request", "last_number")
+                 "first_decode", "last_decode", "last_access", "last_request", "last_number",
+                 "stats", "ok_end")
 
-    def __init__(self) -> None:
+    def __init__(self, stats: StatsMarks) -> None:
+        self.stats = stats
+        self.ok_end = stats.ok_end + b"\n"
         self.reset()
 
     def reset(self) -> None:
@@ -192,9 +149,9 @@ class BulkStretch:
         self.last_number = number
         if not data:  # a blank line only extends the run
             return
-        if b"] Decode batch" in data:
+        if self.stats.decode in data:
             cat = DECODE
-        elif b"] Prefill batch" in data:
+        elif self.stats.prefill in data:
             cat = PREFILL
         else:
             cat = ACCESS
@@ -223,7 +180,7 @@ class BulkStretch:
         access line among them is not a 200 (the caller then sends it down the full path)."""
         seg = cats[a:b]
         n_access = seg.count(ACCESS)
-        if n_access and block.count(_OK_END, start, end) != n_access:
+        if n_access and block.count(self.ok_end, start, end) != n_access:
             return False
         n_decode, n_prefill, n_request = seg.count(DECODE), seg.count(PREFILL), seg.count(REQUEST)
         self.count += b - a
@@ -308,40 +265,85 @@ class Options:
     since: float | None = None  # epoch seconds the run of interest started
     silence: float = 120.0
     status: bool = True  # run the stale-log detector in explain() (paths; streams only with pid/since)
+    dialect: str | None = None  # the server's dialect by name (None: detected from the first lines)
 
 
 class Analyzer:
     """Streams raw lines through lines → events → tracebacks → runs → catalog hits."""
 
-    def __init__(self, catalog: Catalog | None = None, *, native_scan: bool | None = None):
-        """``native_scan``: use the C statistics scan (default: when it is built and
+    def __init__(self, catalog: Catalog | None = None, *, dialect: Dialect | str | None = None,
+                 native_scan: bool | None = None):
+        """``dialect``: the server's (a name: ``--dialect``); ``None``: detected from the first
+        lines (held back, at most ``DETECT_LINES``, until a line decides or the input pauses).
+        ``native_scan``: use the C statistics scan (default: when it is built and
         ``LOGX_PURE_PYTHON`` is not set); the results are the same either way."""
         self.catalog = catalog or load_catalog()
-        self.events = EventStream()
-        self.tracker = RunTracker()
-        self.matcher = Matcher(self.catalog)
-        self.lines = 0
-        self.bytes = 0
-        self._bulk = BulkStretch()
-        self._templates: dict[bytes, int] = {b"": BLANK}  # fast path: template -> category
-        self._request_heads: dict[bytes, int] = {}  # fast path: request-log head template -> category
         if native_scan is None:
             native_scan = not os.environ.get("LOGX_PURE_PYTHON")
-        # the C scan's copies of the two tables above (None: the Python scan)
-        self._scanner = self._scan_heads = None
-        if native_scan and ScanTemplates is not None:
-            self._scanner, self._scan_heads = ScanTemplates(), ScanTemplates()
-            self._scanner.add(b"", BLANK)
+        self._native_scan = native_scan and ScanTemplates is not None
+        self.lines = 0
+        self.bytes = 0
+        self._held: list[RawLine] | None = []  # lines held for detection (None: settled)
+        self._settle(given(dialect) if isinstance(dialect, str)
+                     else Detection(dialect, "given") if dialect is not None else Detection(DEFAULT, "guess"))
+        if dialect is not None:
+            self._held = None
         # stale-log detector: the run of interest starts at this byte (a sidecar's log_offset)
         self.start_offset: int | None = None
         self.start_line: int | None = None
         self._split_done = False
+
+    def _settle(self, detection: Detection) -> None:
+        """Read with ``detection``'s dialect from here on (nothing has been read yet)."""
+        self.detection = detection
+        dialect = self.dialect = detection.dialect
+        self.events = EventStream(dialect)
+        self.tracker = RunTracker(dialect)
+        self.matcher = Matcher(self.catalog.for_dialect(dialect.name))
+        self._bulk = BulkStretch(dialect.stats)
+        self._templates: dict[bytes, int] = {b"": BLANK}  # fast path: template -> category
+        self._request_heads: dict[bytes, int] = {}  # fast path: request-log head template -> category
+        # the C scan's copies of the two tables above (None: the Python scan)
+        self._scanner = self._scan_heads = None
+        if self._native_scan:
+            self._scanner, self._scan_heads = self._new_scan_table(), self._new_scan_table()
+            self._scanner.add(b"", BLANK)
+
+    def _new_scan_table(self):
+        stats = self.dialect.stats
+        return ScanTemplates(ok_end=stats.ok_end, request_mark=stats.request_mark,  # type: ignore[misc]
+                             request_min_len=stats.request_min_len, request_window=stats.request_window)
+
+    def _hold(self, raw: RawLine) -> list[Event]:
+        """Hold ``raw`` back until the dialect is known; the held lines' events once it is."""
+        held = self._held
+        assert held is not None
+        held.append(raw)
+        self.lines, self.bytes = raw.number, raw.offset + len(raw.data) + raw.eol
+        found = detect([visible_text(raw.data)])
+        if found.confidence == "certain" or len(held) >= DETECT_LINES:
+            return self.settle()
+        return []
+
+    def settle(self) -> list[Event]:
+        """Decide the dialect from the lines held so far and feed them; their events."""
+        held = self._held
+        if held is None:
+            return []
+        self._held = None
+        self._settle(detect(visible_text(raw.data) for raw in held))
+        events: list[Event] = []
+        for raw in held:
+            events += self.feed(raw)
+        return events
 
     def start_at(self, offset: int) -> None:
         """Force a run boundary at byte ``offset`` (``logx run --append``: the new run starts there)."""
         self.start_offset = offset if offset > 0 else None
 
     def feed(self, raw: RawLine) -> list[Event]:
+        if self._held is not None:
+            return self._hold(raw)
         if self.start_offset is not None and self.start_line is None \
                 and raw.offset + len(raw.data) >= self.start_offset:
             self.start_line = raw.number
@@ -367,6 +369,8 @@ class Analyzer:
         (``logforensics._scan``) when it is built, else by classifying a whole block at C speed
         (``bytes.translate``, ``split``, a dict lookup per line through ``map``,
         ``list.count``)."""
+        if self._held is not None:
+            chunks = self._detect_from_first_chunk(iter(chunks))
         number, offset = self.lines, self.bytes
         consume_block = self._scan_block if self._scanner is not None else self._classify_block
         for span in iter_spans(chunks):
@@ -381,6 +385,25 @@ class Analyzer:
             number += consume_block(buf, start, end, number, offset)
             offset += end - start
         self.lines, self.bytes = number, offset
+
+    def _detect_from_first_chunk(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """Settle the dialect from the first lines (at most ``DETECT_LINES`` of them in the
+        first ``DETECT_BYTES``); the chunks, unchanged."""
+        if self._held:
+            self.settle()
+            return chunks
+        head: list[bytes] = []
+        size = newlines = 0
+        for chunk in chunks:
+            head.append(chunk)
+            size += len(chunk)
+            newlines += chunk.count(b"\n")
+            if newlines >= DETECT_LINES or size >= DETECT_BYTES:
+                break
+        lines = b"".join(head)[:DETECT_BYTES].split(b"\n", DETECT_LINES)[:DETECT_LINES]
+        self._held = None
+        self._settle(detect(visible_text(data) for data in lines))
+        return chain(head, chunks)
 
     def _scan_block(self, block: bytes, start: int, end: int, number: int, offset: int) -> int:
         """``consume`` for the complete lines ``block[start:end]`` (``number``: the line number
@@ -435,7 +458,7 @@ class Analyzer:
                 if j > i:
                     end = len(block) if j == n else pos + sum(map(len, tl[i:j])) + (j - i)
                     if not bulk.add_segment(block, tl, cats, i, j, pos, end, number, offset):
-                        _demote_non_200(block, tl, cats, i, j, pos)
+                        _demote_non_200(block, tl, cats, i, j, pos, bulk.ok_end)
                         continue
                     i, pos = j, end
                     if i == n:
@@ -464,7 +487,7 @@ class Analyzer:
         known = self._templates
         if len(t) > TEMPLATE_MAX_BYTES or t in known or not self._room_for_template():
             return False
-        cat = known[t] = learn_template(self.events.tokenizer, data, t)
+        cat = known[t] = learn_template(self.events, data, t)
         if self._scanner is not None:
             self._scanner.add(t, cat)
         return cat != OTHER
@@ -474,9 +497,11 @@ class Analyzer:
         full path makes a ``request_log`` event whatever follows its head
         (``[…] Receive: obj=``): the head's template is checked once through the full path.
         A carriage return could make the terminal show another text: such lines are not."""
-        if len(t) <= 40 or b": obj=" not in t[:200]:
+        stats = self.dialect.stats
+        mark = stats.request_mark
+        if len(t) <= stats.request_min_len or mark not in t[: stats.request_window]:
             return False
-        head = t[: t.find(b": obj=") + 6]
+        head = t[: t.find(mark) + len(mark)]
         heads = self._request_heads
         cat = heads.get(head)
         if cat is None:
@@ -484,8 +509,8 @@ class Analyzer:
                 return False
             line = block[pos : pos + len(t)]
             cat = heads[head] = REQUEST if b"\r" not in line and (
-                template_category(self.events.tokenizer, line)[0] == REQUEST
-                == template_category(self.events.tokenizer, head + b"x)")[0]) else OTHER
+                template_category(self.events, line)[0] == REQUEST
+                == template_category(self.events, head + b"x)")[0]) else OTHER
             if self._scan_heads is not None:
                 self._scan_heads.add(head, cat)
         return cat == REQUEST and b"\r" not in block[pos : pos + len(t)]
@@ -500,7 +525,7 @@ class Analyzer:
         known.clear()
         known.update(kept)
         if self._scanner is not None:
-            self._scanner = ScanTemplates()
+            self._scanner = self._new_scan_table()
             for t, c in kept.items():
                 self._scanner.add(t, c)
         return len(known) < TEMPLATE_MAX_COUNT // 2
@@ -510,10 +535,12 @@ class Analyzer:
         while no traceback is open, a batch-stats or HTTP-200 line is only counted; the
         stretch's representatives go through the full pipeline before the next other line
         (or at ``flush_bulk``). Returns the events produced, as ``feed`` does."""
+        if self._held is not None:
+            return self.feed(raw)
         data = raw.data
+        stats = self.dialect.stats
         if raw.eol and not raw.truncated and not self.events.assembler.has_open and (
-                not data or b"] Decode batch" in data or b"] Prefill batch" in data
-                or b'HTTP/1.1" 200' in data):
+                not data or stats.decode in data or stats.prefill in data or stats.access_ok in data):
             self._bulk.add(raw.number, raw.offset, data)
             self.lines, self.bytes = raw.number, raw.offset + len(data) + 1
             return []
@@ -521,7 +548,9 @@ class Analyzer:
 
     def flush_bulk(self) -> list[Event]:
         """Feed the pending stretch of statistics lines' representatives and count the rest;
-        returns the representatives' events."""
+        returns the representatives' events (and those of lines held for detection)."""
+        if self._held is not None:
+            return self.settle()
         bulk = self._bulk
         if not bulk.count:
             return []
@@ -539,12 +568,13 @@ class Analyzer:
         return events
 
     def finish(self) -> list[Event]:
+        settled = self.settle()
         if self._bulk.count:
             self.flush_bulk()
         out = self.events.finish()
         for event in out:
             self._dispatch(event)
-        return out
+        return settled + out
 
     def _dispatch(self, event: Event) -> None:
         if self.start_line is not None and not self._split_done and event.number >= self.start_line:
@@ -563,6 +593,8 @@ class Analyzer:
 
     def report(self, name: str, options: Options | None = None) -> Report:
         options = options or Options()
+        if self._held is not None:
+            self.settle()
         runs = self.runs
         index = options.run_index if options.run_index is not None else len(runs)
         run = runs[index - 1] if runs and 1 <= index <= len(runs) else None
@@ -574,7 +606,7 @@ class Analyzer:
             # The root cause says where the launch was even when the log does not.
             run.reach(primary.phase, primary.evidence[0].line if primary.evidence else run.last_line)
         return Report(file=name, runs=runs, run=run, findings=rank(findings),
-                      lines=self.lines, bytes=self.bytes)
+                      lines=self.lines, bytes=self.bytes, detection=self.detection)
 
 
 def chunks_of(source: Source):
@@ -603,7 +635,7 @@ def explain(source: Source, *, name: str | None = None, options: Options | None 
     ``source`` is a path, bytes, or a binary stream. Raises ``SourceError`` for a path that
     cannot be read and ``ValueError`` for a ``run_index`` outside the file's runs."""
     options = options or Options()
-    analyzer = Analyzer(catalog)
+    analyzer = Analyzer(catalog, dialect=options.dialect)
     # stale-log detector: paths always; streams (no mtime) only when a pid/since is given
     path = os.fspath(source) if isinstance(source, str | os.PathLike) and os.fspath(source) != "-" else None
     context = staleness.prepare(path, options) if options.status and (

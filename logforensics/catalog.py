@@ -16,6 +16,9 @@ from pathlib import Path
 
 import regex
 
+from .dialects import DIALECTS
+from .dialects.base import bundled_dir
+
 SEVERITIES = ("fatal", "error", "warning", "info")
 ROLES = ("cause", "symptom")  # a cause outranks every symptom of the same severity group
 PHASES = ("args", "import", "init", "weights", "kv_alloc", "cuda_graph", "warmup", "serving",
@@ -24,6 +27,7 @@ TRACEBACK_KEYS = ("exception", "message", "frame", "raising_frame", "context")
 MATCH_KEYS = (*TRACEBACK_KEYS, "line", "condition")
 REQUIRED = ("id", "title", "severity", "phase", "explanation", "fix")
 REGEX_TIMEOUT = 0.25  # seconds, per search
+FACTS_FILE = "facts.toml"  # a dialect's facts beside its patterns (dialects/base.py reads it)
 ENV_VAR = "LOGX_PATTERNS"
 _ID = regex.compile(r"[a-z0-9_]+")
 
@@ -99,6 +103,7 @@ class Pattern:
     matches: list[MatchSpec] = field(default_factory=list)
     source: str = ""  # file it came from
     role: str = "cause"  # "symptom": a consequence of some other failure (sigquit, "see above")
+    dialect: str | None = None  # the server whose logs it reads (None: every server's)
 
     @property
     def is_problem(self) -> bool:
@@ -116,14 +121,19 @@ class Catalog:
         self.line_specs = [(p, s) for p in self.patterns for s in p.matches if s.kind == "line"]
         self.condition_specs = [(p, s) for p in self.patterns for s in p.matches
                                 if s.kind == "condition"]
+        self._views: dict[str, Catalog] = {}
+
+    def for_dialect(self, name: str) -> Catalog:
+        """The patterns that run on a log of dialect ``name``: its own and the generic ones."""
+        view = self._views.get(name)
+        if view is None:
+            view = self._views[name] = Catalog([p for p in self.patterns if p.dialect in (None, name)])
+        return view
 
 
 def builtin_dir() -> Path:
-    """The bundled catalog: ``logforensics/patterns`` in an installed wheel (pyproject maps the
-    top-level ``patterns/`` there), ``patterns/`` beside the package in a source checkout."""
-    here = Path(__file__).resolve().parent
-    installed = here / "patterns"
-    return installed if installed.is_dir() else here.parent / "patterns"
+    """The bundled catalog (``patterns/``, beside the dialects' facts)."""
+    return bundled_dir()
 
 
 def pattern_dirs(extra: list[str | os.PathLike] | None = None) -> list[Path]:
@@ -147,7 +157,10 @@ def load_catalog(extra: list[str | os.PathLike] | None = None, builtin: bool = T
             raise CatalogError(f"{directory}: pattern directory not found")
         seen_here: dict[str, str] = {}
         for file in sorted(directory.rglob("*.toml")):
-            for pattern in load_file(file, compile_now=directory != bundled):
+            if file.name == FACTS_FILE:
+                continue
+            folder = file.relative_to(directory).parts[0] if file.parent != directory else None
+            for pattern in load_file(file, compile_now=directory != bundled, folder=folder):
                 if pattern.id in seen_here:
                     raise CatalogError(
                         f"{file}: pattern {pattern.id}: duplicate id "
@@ -157,7 +170,9 @@ def load_catalog(extra: list[str | os.PathLike] | None = None, builtin: bool = T
     return Catalog(list(merged.values()))
 
 
-def load_file(file: Path, compile_now: bool = True) -> list[Pattern]:
+def load_file(file: Path, compile_now: bool = True, folder: str | None = None) -> list[Pattern]:
+    """The patterns of one file; ``folder``: the top folder it sits in under its catalog
+    directory (named after a dialect: the patterns' default dialect)."""
     try:
         with open(file, "rb") as fh:
             data = tomllib.load(fh)
@@ -168,10 +183,14 @@ def load_file(file: Path, compile_now: bool = True) -> list[Pattern]:
     tables = data.get("pattern", [])
     if not isinstance(tables, list):
         raise CatalogError(f"{file}: 'pattern' must be an array of tables ([[pattern]])")
-    return [build_pattern(table, file, i, compile_now) for i, table in enumerate(tables)]
+    dialect = folder if folder in DIALECTS else None
+    return [build_pattern(table, file, i, compile_now, dialect) for i, table in enumerate(tables)]
 
 
-def build_pattern(table: dict, file: Path | str, index: int = 0, compile_now: bool = True) -> Pattern:
+def build_pattern(table: dict, file: Path | str, index: int = 0, compile_now: bool = True,
+                  dialect: str | None = None) -> Pattern:
+    """One ``[[pattern]]``; ``dialect``: its folder's (a ``dialect`` key overrides it:
+    a dialect's name, or ``"any"`` for every server's logs)."""
     pid = table.get("id") if isinstance(table.get("id"), str) else f"#{index + 1}"
 
     def fail(problem: str) -> CatalogError:
@@ -201,11 +220,15 @@ def build_pattern(table: dict, file: Path | str, index: int = 0, compile_now: bo
     if not raw_matches or not isinstance(raw_matches, list):
         raise fail("needs at least one [[pattern.match]] table")
     matches = [build_match(m, fail, compile_now) for m in raw_matches]
+    if "dialect" in table:
+        if table["dialect"] != "any" and table["dialect"] not in DIALECTS:
+            raise fail(f"dialect must be 'any' or one of {', '.join(sorted(DIALECTS))}")
+        dialect = None if table["dialect"] == "any" else table["dialect"]
     return Pattern(
         id=table["id"], title=table["title"].strip(), severity=table["severity"],
         phase=table["phase"], explanation=table["explanation"].strip(),
         fix=table["fix"].strip(), priority=priority, references=references, matches=matches,
-        source=str(file), role=role,
+        source=str(file), role=role, dialect=dialect,
     )
 
 

@@ -20,6 +20,7 @@ from rich.console import Console
 from . import __version__
 from .analysis import Options, explain, explain_many
 from .catalog import CatalogError, load_catalog
+from .dialects import names as dialect_names
 from .report import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, render
 from .sources import SourceError
 
@@ -43,6 +44,12 @@ def make_console(width: int | None = None, stderr: bool = False) -> Console:
 
 PatternsOpt = Annotated[list[Path] | None, typer.Option(
     "--patterns", help="Extra pattern directory (repeatable; also $LOGX_PATTERNS).")]
+
+
+DialectName = StrEnum("DialectName", {name: name for name in dialect_names()})  # type: ignore[misc]
+DialectOpt = Annotated[DialectName | None, typer.Option(
+    "--dialect", help="The server that wrote the log (default: detected from its first lines).",
+    case_sensitive=False)]
 
 
 # — stale-log detector options (explain, status) —————————————————————————————————————
@@ -85,10 +92,12 @@ def explain_cmd(
     jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", min=1, help="Files read in parallel (default: one process per CPU, at most one "
                                     "per file).")] = None,
+    dialect: DialectOpt = None,
 ) -> None:
     """Explain a log: the run's phase, the root cause with evidence, and the fix."""
     catalog = load_catalog(patterns)
-    options = Options(run_index=run, pid=pid, since=_since(since), silence=silence)
+    options = Options(run_index=run, pid=pid, since=_since(since), silence=silence,
+                      dialect=dialect.value if dialect else None)
     if status_only:
         raise typer.Exit(_status(logs, options, catalog, as_json, width))
     reports, worst = [], EXIT_OK
@@ -237,6 +246,7 @@ def watch_cmd(
     patterns: PatternsOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show info findings too.")] = False,
     width: Annotated[int | None, typer.Option("--width", help="Text width (default: terminal).")] = None,
+    dialect: DialectOpt = None,
 ) -> None:
     """Follow a log as it is written: the phase reached, findings with their fix the moment
     they appear; with --until, an exit code for scripts."""
@@ -245,7 +255,8 @@ def watch_cmd(
     catalog = load_catalog(patterns)
     options = WatchOptions(until=until.value if until else None, timeout=timeout, silence=silence,
                            from_end=from_end, mode="json" if as_json else ("plain" if plain else "auto"),
-                           verbose=verbose, pid=pid, since=_since(since), width=width)
+                           verbose=verbose, pid=pid, since=_since(since), width=width,
+                           dialect=dialect.value if dialect else None)
     try:
         code = watch(log, options, catalog=catalog, console=make_console(width))
     except ValueError as exc:

@@ -512,7 +512,7 @@ def rank(findings: list[Finding]) -> list[Finding]:
 
 def _phase_at(run: Run, hit: Hit) -> str:
     if hit.traceback is not None:
-        from_frames = phase_from_frames(hit.traceback)
+        from_frames = phase_from_frames(hit.traceback, run.dialect)
         if from_frames:
             return from_frames
     line = hit.evidence[0].line if hit.evidence else run.last_line

@@ -2,9 +2,9 @@
 
 A line is never rejected: invalid UTF-8 is replaced, NUL bytes dropped, ANSI colour codes
 stripped, and a carriage-return progress bar keeps only its last visible segment (what a
-terminal would show). Then the wrapper prefix (docker compose, Ray, syslog) and the SGLang /
-uvicorn / Python-logging / torch prefixes are split off into fields, keeping the raw text
-for evidence.
+terminal would show). Then the wrapper prefix (docker compose, Ray, syslog) and the server's own
+prefix (its dialect's ``ServerPrefix``), then the uvicorn / Python-logging / torch prefixes
+are split off into fields, keeping the raw text for evidence.
 
 The hot path uses the standard ``re`` module with anchored, linear expressions: it runs once
 per line on files of gigabytes.
@@ -32,12 +32,6 @@ _SYSLOG = re.compile(
 )
 # kubectl logs --timestamps / docker logs -t: "2026-03-23T14:01:38.123456789Z " before each line
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) ")
-# SGLang: "[2026-03-23 14:01:38(.123)? DP1 TP3 EP3] msg"; short "[03-23 14:01:38 TP0] msg"; the
-# leading "[" may be lost when a paste is cut.
-_SGLANG = re.compile(
-    r"\[?((?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?"
-    r"((?: (?:[A-Z_]+\d+|encode_server|encode_dp_worker\[\d+\]))*)\] ?"
-)
 # Python logging default: "2025-03-27 21:33:31,320 - INFO - name: msg"
 _PYLOG = re.compile(
     r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.](\d{3}) - ([A-Z]+) - "
@@ -53,6 +47,18 @@ _GLOG = re.compile(r"([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\s]{1,300}\] ?")
 _LEVEL = re.compile(r"(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
 
 _TORCH_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
+
+
+@dataclass(frozen=True, slots=True)
+class ServerPrefix:
+    """A server's own line prefix (a dialect's): ``pattern`` is matched at the message start
+    (after any wrapper) and names its groups ``ts`` (the time), ``frac`` (its fraction of a
+    second, optional), ``tags`` (the process/rank tags, optional) and ``level`` (optional);
+    ``first`` holds the characters such a line can start with (a cheap test before the
+    regex runs on every line)."""
+
+    pattern: re.Pattern[str]
+    first: str
 
 
 @dataclass(slots=True)
@@ -110,15 +116,15 @@ def visible_text(data: bytes) -> str:
     return text
 
 
-def decode(raw: RawLine) -> LogLine:
-    """Turn a ``RawLine`` into a ``LogLine`` with prefixes split off."""
+def decode(raw: RawLine, prefix: ServerPrefix) -> LogLine:
+    """Turn a ``RawLine`` into a ``LogLine`` with prefixes split off (``prefix``: the server's)."""
     text = visible_text(raw.data)
     line = LogLine(raw.number, raw.offset, text, text, truncated=raw.truncated, eol=raw.eol)
-    split_prefixes(line)
+    split_prefixes(line, prefix)
     return line
 
 
-def split_prefixes(line: LogLine) -> None:
+def split_prefixes(line: LogLine, prefix: ServerPrefix) -> None:
     """Fill ``wrapper``, ``ts``, ``tag``, ``level`` and ``message`` of ``line`` in place."""
     msg = line.text
     if not msg:
@@ -153,26 +159,29 @@ def split_prefixes(line: LogLine) -> None:
                 msg = msg[m.end() :]
     if msg:
         c = msg[0]
-        if c == "[" or c.isdigit():
-            m = _SGLANG.match(msg)
+        m = prefix.pattern.match(msg) if c in prefix.first else None
+        if m:
+            groups = m.groupdict()
+            frac = groups.get("frac")
+            line.ts = groups["ts"] if frac is None else f"{groups['ts']}.{frac}"
+            tags = groups.get("tags")
+            if tags:
+                line.tag = tags.strip()
+            if groups.get("level"):
+                line.level = groups["level"]
+            msg = msg[m.end() :]
+        elif c.isdigit():
+            m = _PYLOG.match(msg)
             if m:
-                line.ts = m.group(1) if m.group(2) is None else f"{m.group(1)}.{m.group(2)}"
-                tags = m.group(3)
-                if tags:
-                    line.tag = tags.strip()
+                line.ts = f"{m.group(1)}.{m.group(2)}"
+                line.level = m.group(3)
                 msg = msg[m.end() :]
-            elif c.isdigit():
-                m = _PYLOG.match(msg)
-                if m:
-                    line.ts = f"{m.group(1)}.{m.group(2)}"
-                    line.level = m.group(3)
-                    msg = msg[m.end() :]
-            elif msg.startswith("[rank"):
-                m = _TORCH.match(msg)
-                if m:
-                    line.tag = m.group(1)
-                    line.level = _TORCH_LEVEL[m.group(2) or m.group(3)]
-                    msg = msg[m.end() :]
+        elif msg.startswith("[rank"):
+            m = _TORCH.match(msg)
+            if m:
+                line.tag = m.group(1)
+                line.level = _TORCH_LEVEL[m.group(2) or m.group(3)]
+                msg = msg[m.end() :]
         if msg and msg[0] in "IWEF" and msg[1:5].isdigit():
             m = _GLOG.match(msg)
             if m:

@@ -793,9 +793,8 @@ def _score(oom: TorchOOM) -> int:
 
 
 def _hybrid_hint(run: Run) -> bool:
-    cls = run.model_class or ""
-    if re.search(r"Mamba|Jamba|Qwen3Next|Qwen3_5|NemotronH|FalconH1|GraniteMoeHybrid|KimiLinear|Lfm2",
-                 cls):
+    """A hybrid model by its class (the dialect's facts) or by what its errors say."""
+    if run.dialect.facts.hybrid_model(run.model_class):
         return True
     return any("mamba" in (tb.message or "").lower() for tb in run.tracebacks)
 
@@ -926,7 +925,7 @@ def _build_ledger(run: Run) -> Ledger:
         elif tag or not by_tag:  # a tail paste, or a rank whose memory lines are not in the log
             target = rank_of(tag)
             tag = target.rank
-        phase = phase_from_frames(tb)
+        phase = phase_from_frames(tb, run.dialect)
         if phase is None and "graph failed" in " ".join(e.message for e in tb.exceptions):
             phase = "cuda_graph"
         if phase is None and target is not None:
@@ -942,7 +941,7 @@ def _build_ledger(run: Run) -> Ledger:
             if oom.total_gib is not None:
                 target.gpu_total_gib, target.gpu_total_source = oom.total_gib, "torch OOM message"
     for tb in run.tracebacks:  # where each rank failed (any exception)
-        phase = phase_from_frames(tb)
+        phase = phase_from_frames(tb, run.dialect)
         tag = tb.tag if tb.tag in by_tag else (next(iter(by_tag)) if len(by_tag) == 1 and not tb.tag else None)
         if phase and tag is not None and by_tag[tag].failed_phase is None:
             by_tag[tag].failed_phase = phase

@@ -10,10 +10,12 @@ import io
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from itertools import chain, islice
 from typing import BinaryIO
 
+from .dialects import DEFAULT, DETECT_LINES, Dialect, detect
 from .events import Event, Tokenizer
-from .lines import LogLine, decode
+from .lines import LogLine, decode, visible_text
 from .sources import RawLine, iter_bytes, iter_file, iter_stream
 from .tracebacks import Traceback, TracebackAssembler
 
@@ -30,14 +32,17 @@ def traceback_event(tb: Traceback) -> Event:
 class EventStream:
     """Incremental parser: ``feed(raw)`` returns the events that line produced (the line's
     own event unless a traceback took it, plus any traceback it completed); ``finish()``
-    flushes tracebacks still open. Used by ``parse`` and by the live follower."""
+    flushes tracebacks still open. Used by ``parse`` and by the live follower. ``dialect``:
+    the server whose prefix and event table read the lines."""
 
-    def __init__(self) -> None:
-        self.tokenizer = Tokenizer()
+    def __init__(self, dialect: Dialect = DEFAULT) -> None:
+        self.dialect = dialect
+        self.prefix = dialect.prefix
+        self.tokenizer = Tokenizer(dialect.rules)
         self.assembler = TracebackAssembler()
 
     def feed(self, raw: RawLine) -> list[Event]:
-        line = decode(raw)
+        line = decode(raw, self.prefix)
         event = self.tokenizer.tokenize(line)
         if event.kind == "request_log":
             # A request log quotes user content (a prompt may quote a traceback): to the
@@ -66,12 +71,17 @@ def raw_lines(source: Source) -> Iterator[RawLine]:
     return iter(source)  # type: ignore[arg-type]
 
 
-def parse(source: Source) -> Iterator[Event]:
+def parse(source: Source, dialect: Dialect | None = None) -> Iterator[Event]:
     """Yield the events of a log: one per line that is not part of a traceback (kind
     ``"line"`` when no rule knows it) and one ``"traceback"`` event per traceback, emitted
-    when the traceback is complete. Never raises on content; ``SourceError`` for a path
-    that cannot be read."""
-    stream = EventStream()
-    for raw in raw_lines(source):
+    when the traceback is complete. ``dialect``: the server's (default: detected from the
+    first lines). Never raises on content; ``SourceError`` for a path that cannot be read."""
+    lines = raw_lines(source)
+    if dialect is None:
+        head = list(islice(lines, DETECT_LINES))
+        dialect = detect(visible_text(raw.data) for raw in head).dialect
+        lines = chain(head, lines)
+    stream = EventStream(dialect)
+    for raw in lines:
         yield from stream.feed(raw)
     yield from stream.finish()

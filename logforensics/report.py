@@ -15,6 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from .dialects import DEFAULT, Detection
 from .findings import Finding
 from .memory import build_ledger
 from .runs import PHASES, Run
@@ -38,6 +39,7 @@ class Report:
     lines: int = 0
     bytes: int = 0
     status: Any = None  # staleness.Status when the stale-log detector ran
+    detection: Detection | None = None  # which dialect read the log, how sure (None: the default's guess)
 
     @property
     def primary(self) -> Finding | None:
@@ -76,12 +78,22 @@ class Report:
         return (self.run is not None and primary is not None and primary.phase in
                 ("args", "import") and not self.run.memory_touched)
 
+    @property
+    def server(self) -> dict[str, Any]:
+        """``{name, version, detection}``: the server (dialect) that read the log, the release
+        the explained run names, and how sure the dialect is (``dialects.CONFIDENCES``)."""
+        detection = self.detection or Detection(DEFAULT, "guess")
+        return {"name": detection.dialect.name,
+                "version": self.run.server_version if self.run is not None else None,
+                "detection": detection.confidence}
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "schema": SCHEMA,
             "file": self.file,
             "verdict": self.verdict,
             "exit_code": self.exit_code,
+            "server": self.server,
             "explained_run": self.run.index if self.run else None,
             "lines": self.lines,
             "runs": [run_json(r) for r in self.runs],
@@ -235,9 +247,9 @@ def _run_summary(run: Run, report: Report) -> Table:
     table = Table.grid(padding=(0, 1))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    version = run.sglang_version or (f"{run.version_range} (from the log format)" if run.version_range
+    version = run.server_version or (f"{run.version_range} (from the log format)" if run.version_range
                                      else "version not printed in the log")
-    table.add_row("SGLang", escape(version))
+    table.add_row(run.dialect.label, escape(version))
     model = run.model or "unknown"
     if run.model_class:
         model += f" ({run.model_class})"

@@ -9,90 +9,29 @@ whatever the file's size.
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from .dialects import DEFAULT, PHASE_RANK, PHASES, Dialect
+from .dialects.base import version_tuple
 from .events import Event
 from .lines import parse_timestamp
 from .tracebacks import Traceback
 
-PHASES = ("launch", "args", "import", "init", "weights", "kv_alloc", "cuda_graph", "warmup", "ready",
-          "serving")
-PHASE_RANK = {p: i for i, p in enumerate(PHASES)}
+__all__ = ["PHASES", "PHASE_RANK", "Run", "RunTracker", "phase_from_frames"]
 
-# Which phase an event proves the run has reached.
-EVENT_PHASE = {
-    "launch_command": "launch", "launch_banner": "launch", "server_args": "args",
-    "dist_init_begin": "init", "dist_init_end": "init", "memory_baseline": "init",
-    "mem_unbalanced": "init",
-    "weight_load_begin": "weights", "weight_load_end": "weights",
-    "kv_cache_alloc": "kv_alloc", "mamba_cache_alloc": "kv_alloc", "swa_pool": "kv_alloc",
-    "hicache_alloc": "kv_alloc", "memory_pool_end": "kv_alloc",
-    "cuda_graph_begin": "cuda_graph", "cuda_graph_progress": "cuda_graph",
-    "cuda_graph_end": "cuda_graph",
-    "scheduler_budget": "warmup", "startup_timings": "warmup", "server_started": "warmup",
-    "uvicorn_running": "warmup",
-    "ready": "ready",
-    "prefill_batch": "serving", "decode_batch": "serving", "kv_retract": "serving",
-}
-MEMORY_KINDS = frozenset({
-    "dist_init_end", "memory_baseline", "mem_unbalanced", "weight_load_begin", "weight_load_end",
-    "kv_cache_alloc", "mamba_cache_alloc", "swa_pool", "hicache_alloc", "memory_pool_end",
-    "cuda_graph_begin", "cuda_graph_end", "scheduler_budget",
-    "cuda_graph_progress", "max_running_capped",  # memory.py: capture progress, Mamba slots/request
-})
-ENDING_KINDS = frozenset({
-    "sigquit_child", "sigquit_running", "sigterm", "rank_dead", "rank_died", "exit_code",
-    "subprocess_crashed", "killed", "kill_process_tree", "shutdown", "warmup_failed",
-    "init_failed", "watchdog_timeout",
-})
-STARTUP_KINDS = frozenset({"dist_init_begin", "weight_load_begin"})
-KEY_ARGS = (
-    "model_path", "served_model_name", "tp_size", "dp_size", "pp_size", "ep_size",
-    "mem_fraction_static", "context_length", "chunked_prefill_size", "page_size",
-    "max_running_requests", "max_total_tokens", "attention_backend", "dtype", "kv_cache_dtype",
-    "quantization", "speculative_algorithm", "speculative_num_draft_tokens",
-    "disable_radix_cache", "enable_hierarchical_cache", "mamba_scheduler_strategy",
-    "mamba_radix_cache_strategy", "max_mamba_cache_size", "mamba_full_memory_ratio",
-    "cuda_graph_max_bs", "disable_cuda_graph", "enable_torch_compile", "enable_dp_attention",
-    "mm_enable_dp_encoder", "trust_remote_code", "port", "host", "dist_init_addr", "nnodes",
-)
 MAX_MEMORY_EVENTS = 4000
 MAX_TRACEBACKS = 200
 MAX_ENDINGS = 50
 TAIL_LINES = 12
 BACKWARD_JUMP = timedelta(minutes=5)
 
-# The phase a traceback was raised in, read from its frames (innermost match wins): a tail -5
-# paste often has no phase lines at all, but its frames say where the launch was.
-FRAME_PHASES = (
-    ("args", re.compile(r"server_args\.py|/arg_groups/|argparse\.py")),
-    ("init", re.compile(r"init_torch_distributed|initialize_model_parallel|init_distributed|"
-                        r"parallel_state\.py|bootstrap\.py|rendezvous|pynccl")),
-    ("weights", re.compile(r"load_weights?\b|model_loader|weight_utils|load_model\b|"
-                           r"from_pretrained|safetensors")),
-    ("kv_alloc", re.compile(r"memory_pool|init_memory_pool|kv_cache_configurator|"
-                            r"pool_configurator|init_cache_with_memory_pool|hiradix_cache")),
-    ("cuda_graph", re.compile(r"cuda_graph|graph_runner|\bcapture\b|init_device_graphs")),
-    ("warmup", re.compile(r"_wait_and_warmup|\bwarmup\b")),
-    ("serving", re.compile(r"event_loop|run_batch|forward_batch|process_batch_result|"
-                           r"handle_generate_request|detokenizer_manager|self_check_during_idle")),
-)
-
-
-def phase_from_frames(tb: Traceback) -> str | None:
-    """The phase named by the innermost frame that names one (``None`` when none does)."""
-    for frame in reversed(tb.frames):
-        location = frame.location
-        for phase, rx in FRAME_PHASES:
-            if rx.search(location):
-                return phase
-    if tb.frames and all(f.function == "<module>" for f in tb.frames[-3:]):
-        return "import"
-    return None
+def phase_from_frames(tb: Traceback, dialect: Dialect) -> str | None:
+    """The phase ``tb`` was raised in, read from its frames (a tail -5 paste often has no
+    phase lines at all, but its frames say where the launch was)."""
+    return dialect.phase_from_frames([f.location for f in tb.frames], [f.function for f in tb.frames])
 
 
 @dataclass
@@ -101,6 +40,7 @@ class Run:
 
     index: int
     first_line: int
+    dialect: Dialect = DEFAULT  # the server whose log this is
     last_line: int = 0
     started_at: str | None = None
     ended_at: str | None = None
@@ -108,7 +48,7 @@ class Run:
     phase_lines: dict[str, int] = field(default_factory=dict)  # phase -> first line proving it
     args: dict[str, Any] = field(default_factory=dict)
     args_line: int | None = None
-    sglang_version: str | None = None
+    server_version: str | None = None  # the release the log names
     version_hints: set[str] = field(default_factory=set)
     model_class: str | None = None
     pids: list[int] = field(default_factory=list)  # server PIDs printed in the log
@@ -130,13 +70,18 @@ class Run:
         return self.args.get("model_path") or self.args.get("served_model_name")
 
     @property
-    def version_range(self) -> str | None:
-        """The release range the log's formats allow, from ``version_hints`` such as
-        ``>=0.5.19`` and ``<=0.5.9``: "0.5.19 or later", "0.5.9 or earlier", "0.5.14–0.5.18"."""
+    def version_bounds(self) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+        """``(low, high)``: the oldest and newest release the log's formats allow
+        (``version_hints`` such as ``>=0.5.19`` and ``<=0.5.9``), ``None`` where unbounded."""
         lows = [_vt(h[2:]) for h in self.version_hints if h.startswith(">=")]
         highs = [_vt(h[2:]) for h in self.version_hints if h.startswith("<=")]
-        low = max(lows) if lows else None
-        high = min(highs) if highs else None
+        return (max(lows) if lows else None), (min(highs) if highs else None)
+
+    @property
+    def version_range(self) -> str | None:
+        """The release range the log's formats allow: "0.5.19 or later", "0.5.9 or earlier",
+        "0.5.14–0.5.18"."""
+        low, high = self.version_bounds
         if low and high:
             return f"{_vs(low)}–{_vs(high)}" if low <= high else None
         if low:
@@ -159,14 +104,28 @@ class Run:
         if PHASE_RANK[phase] > PHASE_RANK[self.phase]:
             self.phase = phase
 
+    @property
+    def sglang_version(self) -> str | None:
+        """The release, when the server is SGLang (the JSON's ``sglang_version``)."""
+        return self.server_version if self.dialect.name == "sglang" else None
+
+    def flag_names(self) -> dict[str, str]:
+        """``{placeholder: flag}``: each renamed flag's name in this run's release."""
+        messages = " ".join(tb.message for tb in self.tracebacks)
+        version = version_tuple(self.server_version)
+        bounds = self.version_bounds
+        return {r.fact: r.name_in(self.args, version, bounds, messages, self.dialect.label)
+                for r in self.dialect.facts.flag_renames}
+
     def key_args(self) -> dict[str, Any]:
-        return {k: self.args[k] for k in KEY_ARGS if k in self.args}
+        return {k: self.args[k] for k in self.dialect.key_args if k in self.args}
 
 
 class RunTracker:
     """Feeds events into runs; ``runs`` holds them in file order."""
 
-    def __init__(self) -> None:
+    def __init__(self, dialect: Dialect = DEFAULT) -> None:
+        self.dialect = dialect
         self.runs: list[Run] = []
         self._last_time = None
         self._jumped = False  # the clock went backwards since the last run boundary
@@ -174,11 +133,11 @@ class RunTracker:
     @property
     def current(self) -> Run:
         if not self.runs:
-            self.runs.append(Run(index=1, first_line=1))
+            self.runs.append(Run(index=1, first_line=1, dialect=self.dialect))
         return self.runs[-1]
 
     def _new_run(self, line: int) -> Run:
-        run = Run(index=len(self.runs) + 1, first_line=line)
+        run = Run(index=len(self.runs) + 1, first_line=line, dialect=self.dialect)
         self.runs.append(run)
         return run
 
@@ -188,11 +147,9 @@ class RunTracker:
         when the clock jumped backwards just before it (an older launch appended later). A
         backward jump alone does not split: pasted excerpts jump in time too."""
         kind = event.kind
-        if kind == "server_args":
+        if kind in self.dialect.launch_kinds:
             return run.args_line is not None or PHASE_RANK[run.phase] > PHASE_RANK["args"]
-        if kind in ("launch_command", "launch_banner"):
-            return run.args_line is not None or PHASE_RANK[run.phase] > PHASE_RANK["args"]
-        if kind in STARTUP_KINDS:
+        if kind in self.dialect.startup_kinds:
             return (run.ready or self._jumped
                     or (kind, event.line.stream) in run.startup_seen
                     or any(e.kind in ("shutdown", "kill_process_tree", "killed") for e in run.endings))
@@ -215,7 +172,7 @@ class RunTracker:
             if run.started_at is None:
                 run.started_at = ts
             run.ended_at = ts
-        if event.kind in STARTUP_KINDS:
+        if event.kind in self.dialect.startup_kinds:
             run.startup_seen.add((event.kind, event.line.stream))
         run.last_line = max(run.last_line, event.line.number if event.line.number > 0 else 0)
         self._record(run, event)
@@ -224,7 +181,8 @@ class RunTracker:
     def _record(self, run: Run, event: Event) -> None:
         kind = event.kind
         f = event.fields
-        phase = EVENT_PHASE.get(kind)
+        dialect = self.dialect
+        phase = dialect.event_phase.get(kind)
         if phase:
             run.reach(phase, event.number)
         if kind == "traceback":
@@ -233,7 +191,7 @@ class RunTracker:
                 run.last_line = max(run.last_line, tb.last_line)
                 if len(run.tracebacks) < MAX_TRACEBACKS:
                     run.tracebacks.append(tb)
-                phase = phase_from_frames(tb)
+                phase = phase_from_frames(tb, dialect)
                 if phase is not None:
                     run.reach(phase, tb.first_line)
                 for n, text in tb.lines[-3:]:
@@ -257,27 +215,25 @@ class RunTracker:
             if f.get("status", 200) >= 500:
                 run.http_errors += 1
             return
-        if kind in MEMORY_KINDS and len(run.memory_events) < MAX_MEMORY_EVENTS:
+        if kind in dialect.memory_kinds and len(run.memory_events) < MAX_MEMORY_EVENTS:
             run.memory_events.append(event)
-        if kind in ENDING_KINDS and len(run.endings) < MAX_ENDINGS:
+        if kind in dialect.ending_kinds and len(run.endings) < MAX_ENDINGS:
             run.endings.append(event)
+        run.version_hints |= dialect.version_hints(kind, f)
         if kind == "server_args":
             run.args = f.get("args", {})
             run.args_line = event.number
-            run.version_hints.add(">=0.5.19" if f.get("form") == "dict" else "<=0.5.18")
-        elif kind == "sglang_version":
-            run.sglang_version = str(f.get("version"))
+        elif kind == "server_version":
+            run.server_version = str(f.get("version"))
         elif kind == "weight_load_end":
             run.model_class = f.get("model_class") or run.model_class
-            if "dtype" in f:
-                run.version_hints.add("<=0.5.9")
         elif kind == "server_started":
             pid = f.get("pid")
             if isinstance(pid, int) and pid not in run.pids:
                 run.pids.append(pid)
         elif kind == "warning":
             run.warnings += 1
-        if event.line.wrapper.startswith(("SGLangEngine pid=", "SchedulerActor pid=")):
+        if dialect.pid_wrappers and event.line.wrapper.startswith(dialect.pid_wrappers):
             pid = convert_pid(event.line.wrapper)
             if pid is not None and pid not in run.pids:
                 run.pids.append(pid)

@@ -41,6 +41,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from .dialects import DEFAULT, DIALECTS, Dialect
 from .findings import Evidence, Finding, rank
 from .launcher import Sidecar, read_sidecar
 from .lines import parse_timestamp
@@ -59,33 +60,8 @@ STARTUP_WINDOW = 2 * 3600.0  # a printed PID's process started at most this long
 SIDECAR_START_WINDOW = (-5.0, 30.0)  # server start relative to the sidecar's started_at (PID reuse check)
 SIDECAR_AFTER_END = 10.0  # log writes this long after the sidecar's server ended come from someone else
 EVIDENCE_TAIL = 5
-_SERVER_CMD = re.compile(r"sglang\.launch_server|sglang serve|sglang::|-m sglang\b|sglang\.srt")
 _STATE_STYLE = {"FRESH": "bold green", "STALE": "bold yellow", "EMPTY": "bold yellow",
                 "SILENT": "bold red", "DEAD": "bold red"}
-
-# Where a startup that stops growing usually hangs, per phase: (what, what to do).
-PHASE_HINTS: dict[str, tuple[str, str]] = {
-    "launch": ("before the server printed its arguments: importing sglang/torch, building kernels "
-               "(FlashInfer/Triton JIT) or reaching the model hub",
-               "check network/hub access (HF_HUB_OFFLINE=1 with a local model) and the JIT caches"),
-    "args": ("after the arguments were printed: starting the scheduler processes or fetching the "
-             "model's config/tokenizer",
-             "check the model path is local and readable; `py-spy dump` shows which process waits"),
-    "init": ("in distributed init: a rank or node did not join the NCCL/torch.distributed rendezvous",
-             "run with NCCL_DEBUG=INFO; check every node started, --dist-init-addr/--nnodes/--node-rank, "
-             "the firewall and NCCL_SOCKET_IFNAME"),
-    "weights": ("while loading weights: a slow or network file system, a hub download, or a rank "
-                "waiting for another",
-                "pre-download the model to a local disk and check its read throughput"),
-    "kv_alloc": ("while allocating the KV/Mamba cache pools",
-                 "check `nvidia-smi` for a GPU that is stuck or shared with another process"),
-    "cuda_graph": ("while capturing CUDA graphs (known hang: --mm-enable-dp-encoder with "
-                   "--enable-dp-attention; also --enable-torch-compile)",
-                   "retry with --disable-cuda-graph to confirm, or lower --cuda-graph-max-bs"),
-    "warmup": ("in the warmup request: an http_proxy intercepting localhost, or the first forward pass",
-               "set no_proxy=localhost,127.0.0.1 and try `curl localhost:PORT/health`"),
-}
-
 
 # — public data types ————————————————————————————————————————————————————————————————
 
@@ -316,6 +292,7 @@ class _Assessment:
         self.reasons: list[str] = []
         self.sidecar = ctx.sidecar
         self.run: Run | None = report.run
+        self.dialect: Dialect = report.detection.dialect if report.detection is not None else DEFAULT
         runs = report.runs
         self.is_last = bool(self.run is not None and runs and self.run is runs[-1])
         self.path = ctx.path
@@ -477,7 +454,7 @@ class _Assessment:
                 return True, None
             return False, f"a live process has this PID but started {_iso(start)}, outside this run's times"
         if self.mtime is not None and start <= self.mtime + TOLERANCE and \
-                _SERVER_CMD.search(info.command_line or info.comm):
+                self.dialect.server_command.search(info.command_line or info.comm):
             return True, None
         return False, "a live process has this PID but nothing ties it to this log"
 
@@ -627,7 +604,7 @@ class _Assessment:
                 f"pid {s['pid']}" + (f" writing to {', '.join(s['writes_to'])}" if s.get("writes_to") else "")
                 for s in servers))
         elif subject is None or not subject.alive:
-            self.reasons.append("no SGLang server process is alive on this host")
+            self.reasons.append(f"no {self.dialect.label} server process is alive on this host")
         return self._status("EMPTY", True, [self._empty_finding(subject, servers, what)])
 
     def _stale(self, subject: _Subject | None, stale: list[str]) -> Status:
@@ -720,7 +697,7 @@ class _Assessment:
                        "command (quoting), the working directory can differ, or a process manager captures stdout.")
         if self.sidecar is not None and self.sidecar.finished:
             explanation += f" The sidecar says the process {_end_text(self.sidecar)}."
-        fix = ("Relaunch with `logx run --log FILE -- python -m sglang.launch_server …`: it opens the log before "
+        fix = (f"Relaunch with `logx run --log FILE -- {self.dialect.launch_example}`: it opens the log before "
                "the server starts, sends stdout and stderr there, and records the PID and exit status next to it "
                "(FILE.logx.json), so `logx explain FILE` can tell what happened.")
         if servers:
@@ -747,7 +724,7 @@ class _Assessment:
 
     def _hang_finding(self, s: _Subject, quiet: float) -> Finding:
         phase = self.run.phase if self.run is not None else "launch"
-        where, todo = PHASE_HINTS.get(phase, ("after startup", "check the server's health endpoint"))
+        where, todo = self.dialect.facts.hang_hints.get(phase, ("after startup", "check the server's health endpoint"))
         explanation = (f"pid {s.pid} is alive but the log has not grown for {_dur(quiet)} (threshold "
                        f"{_dur(self.silence)}) and the server never became ready. It stopped in phase {phase}, "
                        f"{where}.")
@@ -956,9 +933,11 @@ def _ancestors(pid: int) -> list[int]:
 
 
 def _live_servers(limit: int = 5) -> list[dict[str, Any]]:
-    """SGLang server processes alive now (root processes of each tree), with where they write."""
+    """Inference-server processes (of every dialect) alive now (root processes of each tree),
+    with where they write."""
     try:
-        found = [p for p in find_processes("sglang") if _SERVER_CMD.search(p.command_line)]
+        found = [p for d in DIALECTS.values() for p in find_processes(d.process_name)
+                 if d.server_command.search(p.command_line)]
     except OSError:
         return []
     pids = {p.pid for p in found}

@@ -57,7 +57,7 @@ from .follow import POLL_SECONDS, FollowItem, Tick, follow_file, follow_stream
 from .launcher import read_sidecar
 from .procinfo import process_info
 from .report import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, Report, serving_json
-from .runs import ENDING_KINDS, MEMORY_KINDS, PHASE_RANK, PHASES, Run
+from .runs import PHASE_RANK, PHASES, Run
 from .sources import RawLine, SourceError
 from .tracebacks import Traceback
 
@@ -89,7 +89,7 @@ _SYNTHETIC = {
         explanation=("The process {how} and wrote nothing to this log: it died before logging, "
                      "or its output went elsewhere (a lost nohup/ssh redirect)."),
         fix="Launch with the output captured by a launcher that opens the log first: "
-            "`logx run --log FILE -- python -m sglang.launch_server …`.",
+            "`logx run --log FILE -- {launch_example}`.",
     ),
 }
 
@@ -112,6 +112,7 @@ class WatchOptions:
     poll: float = POLL_SECONDS
     process_poll: float = 0.5
     width: int | None = None
+    dialect: str | None = None  # the server's dialect (None: detected from the first lines)
 
 
 @dataclass
@@ -563,7 +564,7 @@ class LiveRenderer(Renderer):
 _BATCH_KINDS = frozenset({"prefill_batch", "decode_batch"})
 # Events that can change a run's findings besides a new catalog hit: the named conditions look
 # at endings, memory events and the phase (a phase change also triggers a check).
-_FINDING_TRIGGERS = ENDING_KINDS | MEMORY_KINDS | {"server_args", "traceback", "ready"}
+_TRIGGER_KINDS = frozenset({"server_args", "traceback", "ready"})
 _STARTUP_PHASES = ("args", "import", "init", "weights", "kv_alloc", "cuda_graph", "warmup")
 
 
@@ -599,7 +600,7 @@ class Watcher:
         self.renderer = renderer
         self.options = options or WatchOptions()
         self.catalog = catalog or load_catalog()
-        self.analyzer = Analyzer(self.catalog)
+        self.analyzer = Analyzer(self.catalog, dialect=self.options.dialect)
         self.name = name
         self.monitor = monitor
         self.started = time.monotonic()
@@ -643,13 +644,15 @@ class Watcher:
 
     def _ingest(self, events: list) -> None:
         interesting = trigger = False
+        dialect = self.analyzer.dialect
+        triggers = dialect.ending_kinds | dialect.memory_kinds | _TRIGGER_KINDS
         for e in events:
             if e.line.ts:
                 self.last_ts = e.line.ts
             kind = e.kind
             if kind != "line":
                 interesting = True
-                if kind in _FINDING_TRIGGERS:
+                if kind in triggers:
                     trigger = True
         if self._pending_hits and (not self.analyzer.events.assembler.has_open
                                    or any(e.kind == "traceback" for e in events)):
@@ -802,6 +805,7 @@ class Watcher:
         ident = "log_empty" if self.analyzer.lines == 0 else "process_died_without_traceback"
         phase = run.phase if run is not None else "launch"
         values = {**(run_facts(run) if run is not None else {}), "how": how, "phase": phase,
+                  "launch_example": self.analyzer.dialect.launch_example,
                   "pid": pid, "exit_code": end.exit_code, "signal": end.signal}
         pattern = self.catalog.by_id.get(ident)
         base = _SYNTHETIC[ident]

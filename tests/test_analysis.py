@@ -21,16 +21,23 @@ from logforensics.analysis import (
     Options,
     ScanTemplates,
     explain,
-    mamba_strategy_flag,
 )
 from logforensics.catalog import load_catalog
+from logforensics.dialects import DEFAULT
 from logforensics.pipeline import raw_lines
-from logforensics.runs import Run
 from logforensics.sources import iter_spans
 
 CATALOG = load_catalog()
 DIGITS = bytes.maketrans(b"123456789", b"000000000")
 needs_c_scan = pytest.mark.skipif(ScanTemplates is None, reason="the C scan is not built here")
+
+
+def scan_table():
+    """A C-scan table with SGLang's marks (Analyzer makes its tables so)."""
+    stats = DEFAULT.stats
+    return ScanTemplates(ok_end=stats.ok_end, request_mark=stats.request_mark,
+                         request_min_len=stats.request_min_len, request_window=stats.request_window)
+
 LINES = [
     "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='m', tp_size=2)",
     "[2026-03-23 14:00:05 TP0] Load weight begin. avail mem=78.50 GB",
@@ -116,7 +123,7 @@ def test_c_scan_categories_match_the_python_ones():
 
 @needs_c_scan
 def test_c_scan_stops_at_the_first_line_it_does_not_know():
-    table, heads = ScanTemplates(), ScanTemplates()
+    table, heads = scan_table(), ScanTemplates()
     table.add(b"[0] Decode batch 00", DECODE)
     table.add(b'[0] "GET / HTTP/0.0" 000 OK', ACCESS)
     block = b'[1] Decode batch 42\n[2] "GET / HTTP/1.1" 200 OK\n[3] Decode batch 17\n[4] "GET / HTTP/1.1" 500 OK\n'
@@ -137,8 +144,30 @@ def test_c_scan_stops_at_the_first_line_it_does_not_know():
 
 
 @needs_c_scan
+def test_c_scan_counts_access_and_request_lines_only_by_the_dialects_marks():
+    """The marks come from the dialect: a table made without them counts neither."""
+    access = b'[1] "GET / HTTP/1.1" 200 OK\n'
+    request = b"[1] Receive: obj=GenerateReqInput(text='" + b"x" * 60 + b"')\n"
+    heads = ScanTemplates()
+    heads.add(b"[0] Receive: obj=", REQUEST)
+    for table, counted in ((scan_table(), 1), (ScanTemplates(), 0)):
+        table.add(request[:-1].translate(DIGITS), OTHER)  # known, not statistics
+        assert table.scan(request, 0, heads, len(request))[1] == counted
+    marked, bare = scan_table(), ScanTemplates()
+    for table in (marked, bare):
+        table.add(access[:-1].translate(DIGITS), ACCESS)
+    assert marked.scan(access, 0, heads, len(access))[1] == 1
+    assert bare.scan(access, 0, heads, len(access))[1] == 0
+    other = ScanTemplates(ok_end=b" 200 FINE", request_mark=b" obj=", request_min_len=40, request_window=200)
+    other.add(access[:-1].translate(DIGITS), ACCESS)
+    assert other.scan(access, 0, heads, len(access))[1] == 0  # another server's access line ends otherwise
+    with pytest.raises(ValueError):
+        ScanTemplates(request_window=TEMPLATE_MAX_BYTES + 1)
+
+
+@needs_c_scan
 def test_c_scan_counts_request_lines_by_their_head():
-    table, heads = ScanTemplates(), ScanTemplates()
+    table, heads = scan_table(), ScanTemplates()
     heads.add(b"[0] Receive: obj=", REQUEST)
     heads.add(b"[0] Finish: obj=", OTHER)
     short = b"[1] Receive: obj=GenerateReqInput(rid='1', text='hello world, hello world')"
@@ -158,7 +187,7 @@ def test_c_scan_counts_request_lines_by_their_head():
 @given(st.binary(max_size=3000), st.integers(0, 3000),
        st.lists(st.tuples(st.binary(max_size=60), st.integers(0, 5)), max_size=8))
 def test_c_scan_never_crashes_and_its_counts_add_up(block, pos, templates):
-    table, heads = ScanTemplates(), ScanTemplates()
+    table, heads = scan_table(), ScanTemplates()
     for template, category in templates:
         table.add(template.translate(DIGITS), category)
         heads.add(template.translate(DIGITS), category)
@@ -195,13 +224,3 @@ def test_run_option_picks_another_run():
     data = log_bytes(LINES[0], LINES[2], LINES[0].replace("14:00:00", "15:00:00"), LINES[1].replace("14:", "15:"))
     assert explain(data).run.index == 2
     assert explain(data, options=Options(run_index=1)).run.phase == "ready"
-
-
-def test_mamba_flag_name_follows_the_release():
-    run = Run(index=1, first_line=1)
-    run.sglang_version = "0.5.12"
-    assert mamba_strategy_flag(run) == "--mamba-scheduler-strategy"
-    run.sglang_version = "0.5.20"
-    assert mamba_strategy_flag(run) == "--mamba-radix-cache-strategy"
-    run.sglang_version = None
-    assert "before SGLang 0.5.14" in mamba_strategy_flag(run)

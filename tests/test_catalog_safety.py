@@ -15,9 +15,11 @@ from hypothesis import strategies as st
 
 from logforensics.analysis import explain
 from logforensics.catalog import TRACEBACK_KEYS, load_catalog, safe_search
-from logforensics.events import RULES
+from logforensics.dialects import DIALECTS
 from logforensics.findings import required_literals
 from logforensics.lint import regex_is_safe
+
+RULES = [rule for dialect in DIALECTS.values() for rule in dialect.rules]
 
 CATALOG = load_catalog()
 REGEXES = [(f"{p.id}.{key}", getattr(spec, key)) for p in CATALOG.patterns for spec in p.matches

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from logforensics.events import RULES, Event, Rule, Tokenizer, convert, tokenize
+from logforensics.dialects.sglang import DIALECT as SGLANG
+from logforensics.dialects.sglang.events import RULES
+from logforensics.events import Event, Rule, Tokenizer, convert
 from logforensics.lines import decode
 from logforensics.pipeline import parse
 from logforensics.sources import RawLine
@@ -21,8 +23,20 @@ TS = "[2026-03-23 14:01:38 TP0] "
 LTS = "[2026-03-23 14:01:38] "
 
 
+TOKENIZER = Tokenizer(RULES)
+
+
+def tokenize(line):
+    """SGLang's table on one decoded line."""
+    return TOKENIZER.tokenize(line)
+
+
+def decode_sglang(raw: RawLine):
+    return decode(raw, SGLANG.prefix)
+
+
 def event(text: str) -> Event:
-    return tokenize(decode(RawLine(1, 0, text.encode())))
+    return tokenize(decode_sglang(RawLine(1, 0, text.encode())))
 
 
 def assert_fields(actual: dict, expected: dict) -> None:
@@ -41,8 +55,8 @@ CASES = [
     ("$ sglang serve --model-path Qwen/Qwen3-8B", "launch_command", {}),
     ("/usr/lib/python3.12/site-packages/sglang/launch_server.py:12: UserWarning: 'python -m sglang.launch_server' "
      "is still supported, but 'sglang serve' is the recommended entrypoint.", "launch_banner", {}),
-    ("sglang version: 0.5.9", "sglang_version", {"version": "0.5.9"}),
-    ("sglang==0.5.3rc0", "sglang_version", {"version": "0.5.3rc0"}),
+    ("sglang version: 0.5.9", "server_version", {"version": "0.5.9"}),
+    ("sglang==0.5.3rc0", "server_version", {"version": "0.5.3rc0"}),
     # — distributed init —
     (TS + "Init torch distributed begin.", "dist_init_begin", {}),
     (TS + "Init parallel begin.", "dist_init_begin", {}),
@@ -284,11 +298,11 @@ def test_custom_rule_table():
     rules = (Rule("custom", r"Hello (?P<who>\w+) (?P<n>\d+)", starts="Hello "),
              Rule("other", r"needle=(?P<v>[\d.]+)", contains="needle="))
     tok = Tokenizer(rules)
-    ev = tok.tokenize(decode(RawLine(1, 0, b"[2026-03-23 14:01:38] Hello world 42")))
+    ev = tok.tokenize(decode_sglang(RawLine(1, 0, b"[2026-03-23 14:01:38] Hello world 42")))
     assert (ev.kind, ev.fields) == ("custom", {"who": "world", "n": 42})
-    ev = tok.tokenize(decode(RawLine(1, 0, b"x needle=1.5 y")))
+    ev = tok.tokenize(decode_sglang(RawLine(1, 0, b"x needle=1.5 y")))
     assert (ev.kind, ev.fields) == ("other", {"v": 1.5})
-    assert tok.tokenize(decode(RawLine(1, 0, b"Hello"))).kind == "line"
+    assert tok.tokenize(decode_sglang(RawLine(1, 0, b"Hello"))).kind == "line"
 
 
 # — server_args —
@@ -354,7 +368,7 @@ def test_server_args_dict_form():
 def test_server_args_cut_line_keeps_what_was_printed(form):
     text = SERVER_ARGS_REPR if form == "repr" else SERVER_ARGS_DICT
     cut = text[: text.index("mem_fraction_static") + 30]
-    ev = tokenize(decode(RawLine(1, 0, cut.encode(), eol=False)))
+    ev = tokenize(decode_sglang(RawLine(1, 0, cut.encode(), eol=False)))
     assert ev.kind == "server_args"
     assert_fields(ev.fields["args"], {"model_path": "Qwen/Qwen3.5-27B", "port": 30000})
 
@@ -392,5 +406,5 @@ def test_reference_tested_samples_are_never_plain_lines():
 
 def test_reference_prefix_samples_split():
     for sample in _reference()["regexes"]["tested_prefix_samples"]:
-        ll = decode(RawLine(1, 0, sample.encode()))
+        ll = decode_sglang(RawLine(1, 0, sample.encode()))
         assert ll.ts is not None and ll.message and not ll.message.startswith("["), sample

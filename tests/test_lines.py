@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logforensics.lines import LogLine, decode, parse_timestamp, visible_text
+from logforensics.dialects import DEFAULT
+from logforensics.lines import LogLine, parse_timestamp, visible_text
+from logforensics.lines import decode as decode_with
 from logforensics.sources import RawLine
 
 
@@ -19,6 +21,11 @@ def line(data: bytes | str, number: int = 1, offset: int = 0, **raw) -> LogLine:
     if isinstance(data, str):
         data = data.encode()
     return decode(RawLine(number, offset, data, **raw))
+
+
+def decode(raw: RawLine) -> LogLine:
+    """Lines of the default dialect (SGLang's prefix)."""
+    return decode_with(raw, DEFAULT.prefix)
 
 
 def fields(ll: LogLine) -> tuple:
@@ -207,7 +214,6 @@ def test_decode_never_raises(data):
 
 
 def test_container_runtime_timestamps_are_stripped():
-    from logforensics.lines import decode
     from logforensics.sources import RawLine
 
     raw = b"2026-03-23T14:01:38.123456789Z [2026-03-23 14:01:38 TP1] Load weight begin. avail mem=1.00 GB"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from conftest import log_bytes
 
+from logforensics.dialects.sglang import DIALECT as SGLANG
 from logforensics.pipeline import parse
 from logforensics.runs import RunTracker, phase_from_frames
 from logforensics.tracebacks import Frame, Traceback
@@ -88,13 +89,13 @@ def test_phase_from_frames_reads_where_a_traceback_was_raised():
         t.exceptions = [ExceptionInfo(type="X", frames=[Frame(f, 1, fn) for f, fn in locs])]
         return t
 
-    assert phase_from_frames(tb(("/x/sglang/srt/server_args.py", "__post_init__"))) == "args"
+    assert phase_from_frames(tb(("/x/sglang/srt/server_args.py", "__post_init__")), SGLANG) == "args"
     assert phase_from_frames(tb(("/x/scheduler.py", "__init__"),
-                                ("/x/model_executor/cuda_graph_runner.py", "capture"))) == "cuda_graph"
+                                ("/x/model_executor/cuda_graph_runner.py", "capture")), SGLANG) == "cuda_graph"
     assert phase_from_frames(tb(("/x/scheduler.py", "event_loop_normal"),
-                                ("/x/mem_cache/memory_pool.py", "alloc"))) == "kv_alloc"
+                                ("/x/mem_cache/memory_pool.py", "alloc")), SGLANG) == "kv_alloc"
     assert phase_from_frames(tb(("/x/a.py", "<module>"), ("/x/b.py", "<module>"),
-                                ("/x/c.py", "<module>"))) == "import"
+                                ("/x/c.py", "<module>")), SGLANG) == "import"
 
 
 def test_a_backward_jump_alone_does_not_split_a_pasted_excerpt():

@@ -1,0 +1,72 @@
+"""The dialects: one home per inference server (see ``README.md`` here to add one).
+
+``detect`` picks the dialect of a log from its first lines and says how sure it is;
+``get`` returns one by name (``--dialect``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .base import CONFIDENCES, PHASE_RANK, PHASES, Dialect
+from .sglang import DIALECT as SGLANG
+
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (SGLANG,)}
+DEFAULT = SGLANG  # reads a log no dialect recognises
+DETECT_LINES = 200  # detection reads at most this many lines
+_PREFIX_WINDOW = 160  # a server prefix starts within this many characters (after any wrapper)
+
+__all__ = ["CONFIDENCES", "DEFAULT", "DETECT_LINES", "DIALECTS", "PHASES", "PHASE_RANK", "Detection", "Dialect",
+           "detect", "get", "given", "names"]
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """Which dialect reads a log, how sure that is (one of ``CONFIDENCES``) and the line
+    number that decided (``None``: given, or nothing decided)."""
+
+    dialect: Dialect
+    confidence: str
+    line: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.dialect.name, "confidence": self.confidence}
+
+
+def names() -> list[str]:
+    return sorted(DIALECTS)
+
+
+def get(name: str) -> Dialect:
+    """The dialect called ``name``; ``KeyError`` names the known ones."""
+    try:
+        return DIALECTS[name]
+    except KeyError:
+        raise KeyError(f"unknown dialect {name!r} (known: {', '.join(names())})") from None
+
+
+def given(name: str) -> Detection:
+    """The detection of ``--dialect NAME``."""
+    return Detection(get(name), "given")
+
+
+def detect(texts: Iterable[str]) -> Detection:
+    """The dialect of a log from the visible text of its first lines: the first line that
+    only one server prints decides ("certain"); else the dialect whose line prefix most
+    lines carry ("likely"); else the default ("guess")."""
+    prefixed = dict.fromkeys(DIALECTS, 0)
+    first_prefixed: dict[str, int] = {}
+    for number, text in enumerate(texts, 1):
+        if number > DETECT_LINES:
+            break
+        for dialect in DIALECTS.values():
+            if any(rx.search(text) for rx in dialect.markers):
+                return Detection(dialect, "certain", number)
+            if dialect.prefix.pattern.search(text, 0, _PREFIX_WINDOW):
+                prefixed[dialect.name] += 1
+                first_prefixed.setdefault(dialect.name, number)
+    best = max(prefixed, key=lambda name: prefixed[name])
+    if prefixed[best]:
+        return Detection(DIALECTS[best], "likely", first_prefixed[best])
+    return Detection(DEFAULT, "guess")
