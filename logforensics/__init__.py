@@ -1,7 +1,9 @@
-"""logx — log forensics for LLM inference servers (SGLang first).
+"""logx — log forensics for LLM inference servers (SGLang first; one dialect per server).
 
-The data flow, one module per stage: ``sources`` (bytes) → ``lines`` (decode, prefixes) →
-``events`` (typed lines) → ``tracebacks`` → ``runs`` → ``findings`` (the catalog) → ``report``.
+The data flow: ``sources`` (bytes) → ``lines`` (decode, prefixes) → ``events`` (typed lines)
+→ ``tracebacks`` → ``runs`` → ``findings`` (the catalog) → ``report``; each server's knowledge
+lives in its dialect (``logforensics.dialects``). What this module exports is the public API;
+the modules behind it may change.
 
     from logforensics import explain, parse
     report = explain("server.log")
@@ -12,7 +14,55 @@ The data flow, one module per stage: ``sources`` (bytes) → ``lines`` (decode, 
 
 __version__ = "0.1.0"
 
-from .analysis import Analyzer, Options, explain  # noqa: E402
+from .analysis import Analyzer, Options, explain, explain_many  # noqa: E402
+from .catalog import Catalog, Pattern, load_catalog  # noqa: E402
+from .dialects import Detection, Dialect, detect  # noqa: E402
+from .errors import (  # noqa: E402
+    EXIT_FAILURE,
+    EXIT_INCONCLUSIVE,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    CatalogError,
+    LaunchError,
+    LogxError,
+    RunNotFoundError,
+    SourceError,
+)
+from .events import Event  # noqa: E402
+from .findings import Evidence, Finding  # noqa: E402
 from .pipeline import parse  # noqa: E402
+from .report import Report  # noqa: E402
+from .runs import Run  # noqa: E402
+from .tracebacks import Traceback  # noqa: E402
 
-__all__ = ["Analyzer", "Options", "explain", "parse", "__version__"]
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_INCONCLUSIVE",
+    "EXIT_INTERNAL",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Analyzer",
+    "Catalog",
+    "CatalogError",
+    "Detection",
+    "Dialect",
+    "Event",
+    "Evidence",
+    "Finding",
+    "LaunchError",
+    "LogxError",
+    "Options",
+    "Pattern",
+    "Report",
+    "Run",
+    "RunNotFoundError",
+    "SourceError",
+    "Traceback",
+    "__version__",
+    "detect",
+    "explain",
+    "explain_many",
+    "load_catalog",
+    "parse",
+]

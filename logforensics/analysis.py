@@ -18,6 +18,7 @@ from . import staleness
 from .catalog import Catalog, load_catalog
 from .dialects import DEFAULT, DETECT_LINES, Detection, Dialect, detect, given
 from .dialects.base import StatsMarks
+from .errors import RunNotFoundError, SourceError
 from .events import Event
 from .findings import Finding, Matcher, rank
 from .lines import decode, visible_text
@@ -25,7 +26,7 @@ from .memory import memory_facts
 from .pipeline import EventStream, Source
 from .report import Report
 from .runs import PHASE_RANK, Run, RunTracker
-from .sources import RawLine, SourceError, SpecialLine, check_readable, iter_spans, read_chunks
+from .sources import RawLine, SpecialLine, check_readable, iter_spans, read_chunks
 from .tracebacks import TracebackAssembler
 
 try:
@@ -264,7 +265,8 @@ class Options:
     pid: int | None = None
     since: float | None = None  # epoch seconds the run of interest started
     silence: float = 120.0
-    status: bool = True  # run the stale-log detector in explain() (paths; streams only with pid/since)
+    status: bool = False  # run the stale-log detector in explain(): it reads the host's processes
+    # (/proc) and the file's mtime (paths; streams only with pid/since); the CLI asks for it
     dialect: str | None = None  # the server's dialect by name (None: detected from the first lines)
 
 
@@ -633,7 +635,8 @@ def explain(source: Source, *, name: str | None = None, options: Options | None 
     """Read a whole log and explain it: the library's one-call entry point.
 
     ``source`` is a path, bytes, or a binary stream. Raises ``SourceError`` for a path that
-    cannot be read and ``ValueError`` for a ``run_index`` outside the file's runs."""
+    cannot be read and ``RunNotFoundError`` for a ``run_index`` outside the file's runs. Looks at
+    the host's processes (the stale-log detector) only when ``options.status`` asks."""
     options = options or Options()
     analyzer = Analyzer(catalog, dialect=options.dialect)
     # stale-log detector: paths always; streams (no mtime) only when a pid/since is given
@@ -645,7 +648,7 @@ def explain(source: Source, *, name: str | None = None, options: Options | None 
     analyzer.consume(chunks_of(source))
     analyzer.finish()
     if options.run_index is not None and not 1 <= options.run_index <= max(1, len(analyzer.runs)):
-        raise ValueError(f"run {options.run_index} does not exist: the log holds "
+        raise RunNotFoundError(f"run {options.run_index} does not exist: the log holds "
                          f"{len(analyzer.runs)} run(s)")
     if name is None:
         name = os.fspath(source) if isinstance(source, str | os.PathLike) else "<stream>"
@@ -668,7 +671,7 @@ def _init_worker(catalog: Catalog | None) -> None:
 def _explain_in_worker(path: str, name: str | None, options: Options | None) -> Report | Exception:
     try:
         return explain(path, name=name, options=options, catalog=_worker_catalog)
-    except (SourceError, ValueError) as exc:
+    except (SourceError, RunNotFoundError) as exc:
         return exc
 
 
@@ -676,7 +679,7 @@ def explain_many(paths: list[str | os.PathLike], jobs: int | None = None, *, opt
                  catalog: Catalog | None = None, names: list[str] | None = None) -> list[Report | Exception]:
     """Explain several logs, ``jobs`` at a time in worker processes (default: one per CPU, at
     most one per file). Results come in the order of ``paths``; a file that cannot be read
-    gives its ``SourceError`` (a ``--run`` it does not have, its ``ValueError``) in its slot
+    gives its ``SourceError`` (a ``--run`` it does not have, its ``RunNotFoundError``) in its slot
     instead of a report, so one bad file does not stop the others."""
     paths = list(paths)
     names = list(names) if names is not None else [os.fspath(p) for p in paths]

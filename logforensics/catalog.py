@@ -18,6 +18,7 @@ import regex
 
 from .dialects import DIALECTS
 from .dialects.base import bundled_dir
+from .errors import CatalogError
 
 SEVERITIES = ("fatal", "error", "warning", "info")
 ROLES = ("cause", "symptom")  # a cause outranks every symptom of the same severity group
@@ -30,10 +31,6 @@ REGEX_TIMEOUT = 0.25  # seconds, per search
 FACTS_FILE = "facts.toml"  # a dialect's facts beside its patterns (dialects/base.py reads it)
 ENV_VAR = "LOGX_PATTERNS"
 _ID = regex.compile(r"[a-z0-9_]+")
-
-
-class CatalogError(Exception):
-    """A pattern file or pattern that cannot be used; the message is one line."""
 
 
 class Regex:

@@ -19,12 +19,19 @@ from rich.console import Console
 
 from . import __version__
 from .analysis import Options, explain, explain_many
-from .catalog import CatalogError, load_catalog
+from .catalog import load_catalog
 from .dialects import names as dialect_names
-from .report import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, render
-from .sources import SourceError
-
-EXIT_INTERNAL = 4
+from .errors import (
+    EXIT_FAILURE,
+    EXIT_INCONCLUSIVE,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    LogxError,
+    RunNotFoundError,
+    SourceError,
+)
+from .report import render
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Read LLM inference-server logs (SGLang first): what the run reached, "
@@ -33,7 +40,7 @@ patterns_app = typer.Typer(no_args_is_help=True, help="The pattern catalog.")
 app.add_typer(patterns_app, name="patterns")
 
 
-class UsageError(Exception):
+class UsageError(LogxError):
     """A problem with what the user asked for; one line, exit code 2."""
 
 
@@ -96,7 +103,7 @@ def explain_cmd(
 ) -> None:
     """Explain a log: the run's phase, the root cause with evidence, and the fix."""
     catalog = load_catalog(patterns)
-    options = Options(run_index=run, pid=pid, since=_since(since), silence=silence,
+    options = Options(run_index=run, pid=pid, since=_since(since), silence=silence, status=True,
                       dialect=dialect.value if dialect else None)
     if status_only:
         raise typer.Exit(_status(logs, options, catalog, as_json, width))
@@ -108,7 +115,7 @@ def explain_cmd(
             typer.echo(f"logx: {report}", err=True)
             worst = _combine(worst, EXIT_USAGE)
             continue
-        if isinstance(report, ValueError):
+        if isinstance(report, RunNotFoundError):
             raise UsageError(str(report)) from None
         reports.append(report)
         if as_json:
@@ -138,7 +145,7 @@ def status_cmd(
 ) -> None:
     """Is this log the run you care about? FRESH, STALE, EMPTY, SILENT or DEAD, with the facts
     (exit code as for explain: 3 for stale/empty)."""
-    options = Options(pid=pid, since=_since(since), silence=silence)
+    options = Options(pid=pid, since=_since(since), silence=silence, status=True)
     raise typer.Exit(_status(logs, options, load_catalog(patterns), as_json, width))
 
 
@@ -275,9 +282,9 @@ def main() -> None:
     are reported by the argument parser itself (exit code 2)."""
     try:
         app()
-    except (SourceError, CatalogError, UsageError) as exc:
+    except LogxError as exc:
         print(f"logx: {exc}", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
+        sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:

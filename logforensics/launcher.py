@@ -56,17 +56,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+# Run as the supervisor script (``python -I launcher.py``) there is no package: only
+# ``_supervise`` runs there, and it raises no LaunchError.
+with contextlib.suppress(ImportError):
+    from .errors import LaunchError
+
 SCHEMA = "logx.sidecar/1"
 SIDECAR_SUFFIX = ".logx.json"
 REPORT_TIMEOUT = 10.0
 
-
-class LaunchError(Exception):
-    """The command could not be launched. The message is one line meant for the user."""
-
-    def __init__(self, message: str, exit_code: int | None = None) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 @dataclass(slots=True)
@@ -461,7 +459,7 @@ def main(args: list[str] | None = None) -> int:
         res = launch(command, Path(log), append=append)
     except LaunchError as e:
         print(f"logx run: {e}", file=sys.stderr)
-        return e.exit_code or 1
+        return e.exit_code
     print(f"started pid {res.pid} (supervisor {res.supervisor_pid})")
     print(f"log:     {res.log_path}")
     print(f"sidecar: {res.sidecar_path}")

@@ -97,7 +97,7 @@ def fixtures_triggering(catalog: Catalog, fixture_dir: Path) -> dict[str, list[s
 
     out: dict[str, list[str]] = {}
     for log in sorted(fixture_dir.glob("*.log")):
-        report = explain(log, catalog=catalog, options=Options(status=False))
+        report = explain(log, catalog=catalog, options=Options())
         for pid in {f.id for f in report.findings}:
             out.setdefault(pid, []).append(log.name)
     return out

@@ -16,12 +16,12 @@ from rich.table import Table
 from rich.text import Text
 
 from .dialects import DEFAULT, Detection
+from .errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
 from .findings import Finding
 from .memory import build_ledger
 from .runs import PHASES, Run
 
 SCHEMA = "logx.report/1"
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 VERDICTS = ("failed", "ready", "running", "stale", "empty", "unknown")
 _STYLE = {"fatal": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
 _VERDICT_STYLE = {"failed": "bold red", "ready": "bold green", "running": "bold cyan",

@@ -15,15 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from .errors import SourceError
+
 CHUNK_BYTES = 1 << 18  # smaller than MAX_LINE_BYTES: see iter_spans
 MAX_LINE_BYTES = 1 << 20
-
-
-class SourceError(Exception):
-    """Input that cannot be read at all (missing, a directory, permission denied…).
-
-    The message is one line meant for the user; the CLI prints it and exits with code 2.
-    """
 
 
 @dataclass(slots=True)

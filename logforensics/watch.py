@@ -52,11 +52,12 @@ from rich.text import Text
 from . import staleness
 from .analysis import Analyzer, Options, run_facts
 from .catalog import Catalog, load_catalog
+from .errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
 from .findings import Evidence, Finding, Matcher, fill, rank
 from .follow import POLL_SECONDS, FollowItem, Tick, follow_file, follow_stream
 from .launcher import read_sidecar
 from .procinfo import process_info
-from .report import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, Report, serving_json
+from .report import Report, serving_json
 from .runs import PHASE_RANK, PHASES, Run
 from .sources import RawLine, SourceError
 from .tracebacks import Traceback

@@ -66,7 +66,7 @@ def wait_lines(log: Path, n: int) -> None:
 
 
 def status_of(log: Path, **kw) -> tuple:
-    report = explain(str(log), options=Options(**kw))
+    report = explain(str(log), options=Options(status=True, **kw))
     assert isinstance(report.status, Status)
     return report, report.status
 
@@ -496,10 +496,10 @@ def test_second_run_appended_is_the_one_explained(tmp_path):
 
 def test_streams_skip_the_detector_unless_asked(tmp_path):
     data = stamp(datetime.now() - timedelta(hours=1), *SERVING).encode()
-    assert explain(data).status is None
-    report = explain(data, options=Options(since=parse_since("5m")))
+    assert explain(data, options=Options(status=True)).status is None  # a stream: no mtime, no pid, no since
+    report = explain(data, options=Options(status=True, since=parse_since("5m")))
     assert report.status.state == "STALE" and report.status.facts["source"] == "stream"
-    assert explain(data, options=Options(status=False, since=parse_since("5m"))).status is None
+    assert explain(data, options=Options(since=parse_since("5m"))).status is None  # not asked
 
 
 def test_assess_is_usable_with_an_analyzer(tmp_path):

@@ -27,7 +27,7 @@ import pytest
 from conftest import WRITER
 from rich.console import Console
 
-from logforensics.analysis import explain
+from logforensics.analysis import Options, explain
 from logforensics.catalog import load_catalog
 from logforensics.follow import IDLE
 from logforensics.sources import RawLine
@@ -455,7 +455,7 @@ def test_until_exit_with_a_finished_sidecar(tmp_path, procs):
     sidecar(log, 999_999_999, ended_at=datetime.now(UTC).isoformat(), exit_code=1)
     p = procs.logx(str(log), "--until", "exit", "--json", "--timeout", "5")
     code, out, _ = run_logx(p)
-    assert code == 1 == explain(log).exit_code
+    assert code == 1 == explain(log, options=Options(status=True)).exit_code  # as `logx explain` says
     end = jsonl(out)[-1]
     assert end["reason"] == "exited" and end["process"]["exit_code"] == 1 and end["verdict"] == "failed"
 
@@ -465,7 +465,7 @@ def test_until_exit_says_stale_like_explain(tmp_path, procs):
     log.write_text("\n".join(SEED) + "\n")  # March timestamps, a process started now
     sidecar(log, 999_999_999, ended_at=datetime.now(UTC).isoformat(), exit_code=1)
     code, out, _ = run_logx(procs.logx(str(log), "--until", "exit", "--json", "--timeout", "5"))
-    assert code == 3 == explain(log).exit_code
+    assert code == 3 == explain(log, options=Options(status=True)).exit_code  # as `logx explain` says
     objs = jsonl(out)
     assert objs[-1]["verdict"] == "stale"
     assert "log_stale" in {o["id"] for o in objs if o["type"] == "finding"}
@@ -685,7 +685,7 @@ def test_gate_on_a_healthy_run_then_a_failed_relaunch_is_failed(tmp_path):
     log.write_text("\n".join(HEALTHY + KV_FAIL) + "\n")
     end = _watch_json(log, until="ready")[-1]
     assert (end["reason"], end["exit_code"], end["run"]) == ("failed", 1, 2)
-    assert explain(log).exit_code == 1
+    assert explain(log, options=Options(status=True)).exit_code == 1
 
 
 def test_gate_with_since_does_not_trust_an_earlier_runs_ready_line(tmp_path, procs):
