@@ -271,6 +271,40 @@ def watch_cmd(
     raise typer.Exit(code)
 
 
+@app.command("share")
+def share_cmd(
+    log: Annotated[str, typer.Argument(help="Log file; '-' reads standard input.")],
+    as_json: Annotated[bool, typer.Option("--json", help="The same content as data (logx.share/1).")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the excerpt to FILE instead of stdout.")] = None,
+    no_redact: Annotated[bool, typer.Option(
+        "--no-redact", help="Keep tokens, addresses, host and user names as they are.")] = False,
+    redact: Annotated[list[str] | None, typer.Option(
+        "--redact", help="Also replace what REGEX matches (repeatable).")] = None,
+    run: Annotated[int | None, typer.Option("--run", min=1, help="Share run N (1-based) instead of the last.")] = None,
+    patterns: PatternsOpt = None,
+) -> None:
+    """A Markdown excerpt for a bug report: the root cause and fix, server, model, flags and
+    memory, and the log lines the diagnosis rests on, redacted."""
+    from .redact import Redactor
+    from .share import build_share
+
+    try:
+        redactor = Redactor(redact or (), enabled=not no_redact)
+        shared = build_share(log, name=log, catalog=load_catalog(patterns), redactor=redactor, run_index=run)
+    except ValueError as exc:  # a bad --redact regex, a --run the log does not have
+        raise UsageError(str(exc)) from None
+    text = json.dumps(shared.to_json(), indent=2, ensure_ascii=False) + "\n" if as_json else shared.markdown()
+    if out is None:
+        sys.stdout.write(text)
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{out}: cannot write ({exc.strerror or exc})") from None
+    check = "same root cause from the excerpt" if shared.same else "the excerpt alone diagnoses differently"
+    typer.echo(f"logx: wrote {out} ({len(text.splitlines())} lines; {check})", err=True)
+
+
 @app.command("version")
 def version_cmd() -> None:
     """Print logx's version."""

@@ -23,8 +23,9 @@ _RAY_REPEAT = re.compile(r"\[repeated \d+x across cluster\]$")
 
 # docker compose: "service-1  | msg" (name padded with spaces to a common width)
 _DOCKER = re.compile(r"([A-Za-z0-9][\w.-]{0,62}?)\s*\| ?")
-# Ray: "(SGLangEngine pid=123, ip=10.0.0.1) msg", "(raylet) msg", "(head, rank=0, pid=8292) msg"
-_RAY = re.compile(r"\s*\((\w+)(?:,? rank=\d+)?(?:,? pid=(\d+))?(?:, ip=[\w.:]+)?\) ?")
+# Ray: "(SGLangEngine pid=123, ip=10.0.0.1) msg", "(raylet) msg", "(head, rank=0, pid=8292) msg"; the ip
+# may be a placeholder ("<ip-1>": a log redacted by logx share)
+_RAY = re.compile(r"\s*\((\w+)(?:,? rank=\d+)?(?:,? pid=(\d+))?(?:, ip=[\w.:<>-]+)?\) ?")
 # syslog / journald: "Mar 23 14:01:38 host prog[123]: msg" or ISO time
 _SYSLOG = re.compile(
     r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)"

@@ -1177,12 +1177,35 @@ def render_ledger(ledger: Ledger, bars: bool = False) -> list:
     if ledger.status == "not touched":
         out.append(Text("GPU memory: not touched (the run stopped before any GPU allocation)."))
         return out
+    header, rows, more = ledger_table(ledger)
+    table = Table(box=None, padding=(0, 1), show_edge=False, pad_edge=False, header_style="bold")
+    table.add_column(header[0], style="bold", no_wrap=True)
+    for label in header[1:]:
+        table.add_column(label, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    out.append(table)
+    if more:
+        out.append(Text(f"+ {more} more rank group(s) in --json", style="dim"))
+    for line in ledger_lines(ledger):
+        out.append(Text(line))
+    if bars:
+        for label, r in ledger.groups()[:_MAX_COLUMNS]:
+            bar = _bar(r)
+            if bar is not None:
+                row = Text(f"{label:>10} ", style="bold")
+                row.append_text(bar)
+                out.append(row)
+        out.append(_legend())
+    return out
+
+
+def ledger_table(ledger: Ledger) -> tuple[list[str], list[list[str]], int]:
+    """The ledger's table as plain text, for any renderer: the header (``step``, then one
+    column per group of identical ranks, at most ``_MAX_COLUMNS``), the rows, and how many
+    rank groups did not fit."""
     groups = ledger.groups()
     shown = groups[:_MAX_COLUMNS]
-    table = Table(box=None, padding=(0, 1), show_edge=False, pad_edge=False, header_style="bold")
-    table.add_column("step", style="bold", no_wrap=True)
-    for label, _ in shown:
-        table.add_column(label, overflow="fold")
     total_row = []
     for _, r in shown:
         if r.gpu_total_gib is None:
@@ -1191,7 +1214,7 @@ def render_ledger(ledger: Ledger, bars: bool = False) -> list:
             total_row.append(f"≥ {r.gpu_total_gib:.2f}")
         else:
             total_row.append(f"{r.gpu_total_gib:.2f} (torch OOM)")
-    table.add_row("GPU total", *total_row)
+    rows = [["GPU total", *total_row]]
     for step in STEPS:
         cells = [_cell(r, step, ledger) if r.step_state(step, ledger.run_reached, ledger.hybrid) != "n/a"
                  else None for _, r in shown]
@@ -1199,21 +1222,8 @@ def render_ledger(ledger: Ledger, bars: bool = False) -> list:
             continue
         if step == "serving" and all(c in ("— not reached", "(first rank prints it)", None) for c in cells):
             continue
-        table.add_row(STEP_LABEL[step], *[c or "—" for c in cells])
-    out.append(table)
-    if len(groups) > _MAX_COLUMNS:
-        out.append(Text(f"+ {len(groups) - _MAX_COLUMNS} more rank group(s) in --json", style="dim"))
-    for line in ledger_lines(ledger):
-        out.append(Text(line))
-    if bars:
-        for label, r in shown:
-            bar = _bar(r)
-            if bar is not None:
-                row = Text(f"{label:>10} ", style="bold")
-                row.append_text(bar)
-                out.append(row)
-        out.append(_legend())
-    return out
+        rows.append([STEP_LABEL[step], *[c or "—" for c in cells]])
+    return ["step", *(label for label, _ in shown)], rows, max(0, len(groups) - _MAX_COLUMNS)
 
 
 def ledger_lines(ledger: Ledger) -> list[str]:
