@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Any
 
-from . import staleness
+from . import serving, staleness
 from .catalog import Catalog, load_catalog
 from .dialects import DEFAULT, DETECT_LINES, Detection, Dialect, detect, given
 from .dialects.base import StatsMarks
@@ -591,7 +591,8 @@ class Analyzer:
         return self.tracker.runs
 
     def findings(self, run: Run) -> list[Finding]:
-        return self.matcher.findings(run, run_facts(run))
+        facts = run_facts(run)
+        return serving.findings(run, self.matcher.findings(run, facts), facts)
 
     def report(self, name: str, options: Options | None = None) -> Report:
         options = options or Options()

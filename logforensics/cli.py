@@ -133,6 +133,35 @@ def explain_cmd(
     raise typer.Exit(worst)
 
 
+@app.command("diff")
+def diff_cmd(
+    logs: Annotated[list[str], typer.Argument(help="BASELINE.log CANDIDATE.log, or one log holding both runs.")],
+    base_run: Annotated[int | None, typer.Option(
+        "--base-run", min=1, help="The baseline's run N (default: its last; one file: the one before --run).")] = None,
+    run: Annotated[int | None, typer.Option(
+        "--run", min=1, help="The candidate's run N (default: its last).")] = None,
+    everything: Annotated[bool, typer.Option("--all", help="Show every fact, equal ones too.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object (logx.diff/1).")] = False,
+    patterns: PatternsOpt = None,
+    width: Annotated[int | None, typer.Option("--width", help="Text width (default: terminal).")] = None,
+) -> None:
+    """What changed between two runs (an upgrade, a flag change, another machine), ranked by
+    likely effect."""
+    from .diff import diff_logs, render_diff
+
+    if len(logs) not in (1, 2):
+        raise UsageError("diff takes two logs, or one log with two runs")
+    try:
+        comparison = diff_logs(logs, base_run, run, everything, catalog=load_catalog(patterns))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if as_json:
+        sys.stdout.write(json.dumps(comparison.to_json(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        render_diff(comparison, make_console(width), everything)
+    raise typer.Exit(EXIT_OK)
+
+
 @app.command("status")
 def status_cmd(
     logs: Annotated[list[str], typer.Argument(help="Log file(s).")],

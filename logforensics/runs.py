@@ -18,6 +18,7 @@ from .dialects import DEFAULT, PHASE_RANK, PHASES, Dialect
 from .dialects.base import version_tuple
 from .events import Event
 from .lines import parse_timestamp
+from .serving import SERVING_KINDS, ServingStats
 from .tracebacks import Traceback
 
 __all__ = ["PHASES", "PHASE_RANK", "Run", "RunTracker", "phase_from_frames"]
@@ -64,6 +65,7 @@ class Run:
     tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     last_serving_line: int = 0  # last batch or successful request: the server was alive there
     startup_seen: set = field(default_factory=set)  # (kind, stream) of startup lines seen
+    serving: ServingStats = field(default_factory=ServingStats)  # serving.py: degraded serving
 
     @property
     def model(self) -> str | None:
@@ -198,6 +200,8 @@ class RunTracker:
                     run.tail.append((n, text))
             return
         run.tail.append((event.number, event.line.text))
+        if kind in SERVING_KINDS or (kind in ("line", "warning", "error_line") and run.batches):
+            run.serving.on_event(kind, f, event.number, event.line.ts, event.line.text)
         if kind in ("line", "error_line"):
             return
         if kind in ("prefill_batch", "decode_batch"):
