@@ -99,9 +99,8 @@ def run_record(report: Report) -> RunRecord:
     record = RunRecord(report.file, run.index if run else 0, len(report.runs))
     if run is None:
         return record
-    server = getattr(run, "server", None) or "sglang"
-    record.put("server", "name", server)
-    record.put("server", "version", run.sglang_version or (
+    record.put("server", "name", run.dialect.name)
+    record.put("server", "version", run.server_version or (
         f"{run.version_range} (from the log format)" if run.version_range else None))
     args = run.args
     line = run.args_line or 0
