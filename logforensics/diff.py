@@ -263,7 +263,8 @@ def _rate(section: str, key: str, a: Any, b: Any, base: RunRecord, cand: RunReco
         if key == "weights_gib":
             return 45, "cause", f"the weights take {change.strip(' ()')} memory: the KV pool gets the rest"
         if key == "mem_fraction_static":
-            return 70, "cause", "the static pool (weights + KV cache) is sized from this fraction"
+            return 70, "cause", "the static pool (weights + KV cache) is sized from this fraction" + (
+                "" if _same_release(base, cand) else " (set differently, or a default the new release changed)")
         if key in ("max_running_requests", "chunked_prefill_size"):
             return 60, "cause", "the scheduler's limit on how much runs at once"
         if key == "free_before_weights_gib":
@@ -289,11 +290,14 @@ def _rate(section: str, key: str, a: Any, b: Any, base: RunRecord, cand: RunReco
     # flags
     if key in NOISE_FLAGS:
         return 0, "cause", "does not change how the server serves"
+    note = "" if _same_release(base, cand) else " (set differently, or a default the new release changed)"
     if key in HOT_FLAGS:
-        return 60, "cause", "sizes or schedules the hot path"
-    same_version = base.get("server", "version") == cand.get("server", "version")
-    note = "set differently" if same_version else "set differently, or a default the new release changed"
-    return 15, "cause", note
+        return 60, "cause", "sizes or schedules the hot path" + note
+    return 15, "cause", "set differently" + note
+
+
+def _same_release(base: RunRecord, cand: RunRecord) -> bool:
+    return base.get("server", "version") == cand.get("server", "version")
 
 
 # rules that make another fact redundant: a flag whose effect a derived fact already shows
