@@ -300,10 +300,18 @@ def _same_release(base: RunRecord, cand: RunRecord) -> bool:
     return base.get("server", "version") == cand.get("server", "version")
 
 
-# rules that make another fact redundant: a flag whose effect a derived fact already shows
-_SHOWN_ELSEWHERE = {("flags", k) for k in (*BACKEND_ARGS, *MODEL_ARGS, "cuda_graph_max_bs",
-                                              "cuda_graph_max_bs_decode", "disable_cuda_graph",
-                                              "mem_fraction_static")}
+# a flag whose effect a derived fact of both records already shows
+# (a flag is listed under its own name only when the fact it sets is not in both records)
+_SHOWN_AS = {**{k: ("backends", k) for k in BACKEND_ARGS}, **{k: ("model", k) for k in MODEL_ARGS},
+             "model_path": ("model", "model"), "cuda_graph_max_bs": ("cuda_graph", "max_bs"),
+             "cuda_graph_max_bs_decode": ("cuda_graph", "max_bs"),
+             "disable_cuda_graph": ("cuda_graph", "enabled"),
+             "mem_fraction_static": ("memory", "mem_fraction_static")}
+
+
+def _shown_elsewhere(section: str, key: str, base: RunRecord, cand: RunRecord) -> bool:
+    target = _SHOWN_AS.get(key) if section == "flags" else None
+    return target is not None and base.get(*target) is not None and cand.get(*target) is not None
 
 
 def compare(base: RunRecord, cand: RunRecord, everything: bool = False) -> list[Difference]:
@@ -314,7 +322,7 @@ def compare(base: RunRecord, cand: RunRecord, everything: bool = False) -> list[
         a_facts, b_facts = base.sections.get(section, {}), cand.sections.get(section, {})
         for key in dict.fromkeys([*a_facts, *b_facts]):
             a, b = a_facts.get(key), b_facts.get(key)
-            if (section, key) in _SHOWN_ELSEWHERE:
+            if _shown_elsewhere(section, key, base, cand):
                 continue
             if a == b:
                 if everything:

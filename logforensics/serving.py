@@ -200,7 +200,6 @@ def _kv_pressure(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | N
     from .memory import build_ledger
 
     tokens = min((r.kv_tokens for r in build_ledger(run).ranks if r.kv_tokens), default=None)
-    cap = run.args.get("max_running_requests")
     fix_figures = ""
     if isinstance(tokens, int) and tokens > 0:
         running = (run.last_decode or {}).get("running_req")
@@ -208,8 +207,7 @@ def _kv_pressure(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | N
             target = max(1, int(running * 0.8))
             fix_figures = (f"The pool ({tokens} KV tokens, from the memory ledger) filled with {running} requests "
                            f"running (~{tokens // running} tokens each): --max-running-requests {target} (80% of them) "
-                           "keeps about a fifth of the pool free for their growth"
-                           + (f" (now {cap})." if cap not in (None, "None") else "."))
+                           "keeps about a fifth of the pool free for their growth.")
     fix = ("Cap concurrency with --max-running-requests, give the KV cache more memory with a higher "
            "--mem-fraction-static (the memory ledger shows the room), or lower --chunked-prefill-size; "
            "a 'lpm'/'fcfs' --schedule-policy with a higher --schedule-conservativeness retracts less.")

@@ -87,3 +87,14 @@ def text_of(comparison) -> str:
 def test_diff_text_snapshots(snapshot):
     for name in ("upgrade_attention_backend_kv_pool", "cuda_graph_max_bs_lowered"):
         assert text_of(diff_logs(pair(name))) == snapshot(name=name)
+
+
+def test_a_flag_is_listed_when_the_log_shows_no_fact_it_sets(tmp_path):
+    def log(name: str, bs: int):
+        path = tmp_path / name
+        path.write_text(f"[2026-05-01 10:00:00] server_args=ServerArgs(model_path='m', cuda_graph_max_bs={bs}, "
+                        "port=30000)\n[2026-05-01 10:00:05 TP0] Load weight begin. avail mem=78.50 GB\n")
+        return str(path)
+
+    c = diff_logs([log("a.log", 256), log("b.log", 32)])
+    assert [(d.key, d.base, d.cand) for d in c.causes if d.score > 0] == [("cuda_graph_max_bs", 256, 32)]
