@@ -67,7 +67,7 @@ def template_category(stream: EventStream, data: bytes) -> tuple[int, int]:
     line = decode(RawLine(1, 0, data), stream.prefix)
     event = stream.tokenizer.tokenize(line)
     assembler = TracebackAssembler()
-    consumed, done = assembler.feed(line, event)
+    consumed, done = assembler.feed(line, event.kind)
     if consumed or done or assembler.has_open:
         return OTHER, 0
     kind = event.kind

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import regex
 
+from .conditions import CONDITIONS
 from .dialects import DIALECTS
 from .dialects.base import bundled_dir
 from .errors import CatalogError
@@ -251,8 +252,6 @@ def build_match(table: dict, fail, compile_now: bool = True) -> MatchSpec:
                     raise fail(f"bad regex in '{key}': {exc}") from None
             setattr(spec, key, rx)
     if "condition" in table:
-        from .findings import CONDITIONS
-
         if table["condition"] not in CONDITIONS:
             raise fail(f"unknown condition '{table['condition']}' "
                        f"(known: {', '.join(sorted(CONDITIONS))})")

@@ -128,8 +128,6 @@ ERROR_LEVELS = frozenset({"ERROR", "FATAL", "CRITICAL"})
 _FAILURE_WORDS = re.compile(
     r"(?i:\berrors?\b|\bfail(?:ed|ure|s)?\b|\babort(?:ed|ing)?\b|\bfatal\b)|undefined symbol|"
     r"cannot open shared object")
-# Kinds the traceback assembler may fold into a traceback (a message line, a headless start).
-PLAIN_KINDS = frozenset({"line", "warning", "error_line"})
 
 
 class Tokenizer:

@@ -12,7 +12,7 @@ the wrong flag. This module turns the memory figures SGLang and torch already pr
 * the **arithmetic** behind every memory fix (``kv_rest_gib``, ``suggest_mem_fraction_static``,
   ``suggest_mfs_for_graphs``, ``mamba_*``, ``suggest_tp_size`` …), each stating its formula;
 * the named **conditions** the catalog uses to tell memory causes apart by their numbers
-  (``CONDITIONS``; registered in ``findings.CONDITIONS``);
+  (``CONDITIONS``; registered in ``conditions.CONDITIONS``);
 * the **facts** (``memory_facts``) that fill the memory patterns' ``{placeholders}``.
 
 Units: SGLang's ``avail mem``/``mem usage``/KV/Mamba sizes are GiB (2**30 bytes) although
@@ -1663,7 +1663,7 @@ def memory_facts(run: Run, facts: dict[str, Any] | None = None) -> dict[str, Any
     return out
 
 
-# — conditions (registered in findings.CONDITIONS) —————————————————————————————————————
+# — conditions (registered in conditions.CONDITIONS) —————————————————————————————————————
 # Each returns the evidence lines ``[(line, text)]`` when it holds, else ``None``.
 
 

@@ -47,9 +47,9 @@ class EventStream:
         if event.kind == "request_log":
             # A request log quotes user content (a prompt may quote a traceback): to the
             # traceback assembler it is only the start of a new record.
-            consumed, done = self.assembler.feed(replace(line, message=""), event)
+            consumed, done = self.assembler.feed(replace(line, message=""), event.kind)
         else:
-            consumed, done = self.assembler.feed(line, event)
+            consumed, done = self.assembler.feed(line, event.kind)
         out = [traceback_event(tb) for tb in done]
         if not consumed:
             out.append(event)

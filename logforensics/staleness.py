@@ -162,12 +162,9 @@ def assess(path: str | os.PathLike | None, report: Report, options: Any = None, 
            context: Context | None = None, now: float | None = None) -> Status:
     """Decide FRESH / STALE / EMPTY / SILENT / DEAD for ``report`` (the analysis of ``path``).
 
-    ``path`` None means a stream (no mtime: the checks that need one are skipped). ``options``
-    is an ``analysis.Options`` (pid, since, silence, run_index). Never raises on /proc races."""
-    if options is None:
-        from .analysis import Options
-
-        options = Options()
+    ``path`` None means a stream (no mtime: the checks that need one are skipped). ``options``:
+    what the caller knows (``pid``, ``since``, ``silence``: an ``analysis.Options``; absent
+    attributes mean unknown). Never raises on /proc races."""
     if context is None:
         context = prepare(path, options)
     return _Assessment(context, report, options, time.time() if now is None else now).decide()

@@ -19,7 +19,6 @@ import copy
 import re
 from dataclasses import dataclass, field
 
-from .events import PLAIN_KINDS, Event
 from .lines import LogLine
 
 MAX_FRAMES_KEPT = 40  # per end (first N and last N frames of a segment are kept)
@@ -51,6 +50,8 @@ _GROUP_SEPARATOR = re.compile(r"\s*\+?-[-+]*(?: [\d.]+ -+| \.\.\.)?\s*$")
 _ELLIPSIS = re.compile(r"\s*(?:\.\.\.|\u2026|\[Previous line repeated)")
 _TERMINAL_PUNCT = tuple(".!?)]}'\">`")
 
+# Event kinds the assembler may fold into a traceback (a message line, a headless start).
+PLAIN_KINDS = frozenset({"line", "warning", "error_line"})
 # Event kinds that are never part of a traceback message: they end it.
 _ENDING_KINDS = frozenset({
     "killed", "exit_code", "sigquit_child", "sigquit_running", "sigterm", "rank_dead",
@@ -261,7 +262,7 @@ def classify_exception_line(text: str, strict: bool) -> tuple[str, str] | None:
 
 
 class TracebackAssembler:
-    """Feed it every line (with its event); it returns the tracebacks each line completes."""
+    """Feed it every line (with its event's kind); it returns the tracebacks each line completes."""
 
     def __init__(self) -> None:
         self._open: dict[str, _Builder] = {}
@@ -273,7 +274,7 @@ class TracebackAssembler:
         """Whether a traceback is being read (then every line matters)."""
         return bool(self._open)
 
-    def feed(self, line: LogLine, event: Event) -> tuple[bool, list[Traceback]]:
+    def feed(self, line: LogLine, kind: str) -> tuple[bool, list[Traceback]]:
         """Process one line. Returns ``(consumed, completed)``: whether the line became part
         of a traceback, and the tracebacks known complete after it."""
         done: list[Traceback] = []
@@ -295,14 +296,14 @@ class TracebackAssembler:
         stream = self._current.get(line.wrapper, line.stream)
         builder = self._open.get(stream)
         if builder is not None:
-            if self._continue(builder, line, event):
+            if self._continue(builder, line, kind):
                 builder.keep(line)
                 return True, done
             done.append(self._open.pop(stream).finish(at_eof=False))
         if _HEADER in msg and not msg.lstrip().startswith(("|", "+")):
             self._open_with_header(line, stream, msg)
             return True, done
-        if event.kind not in PLAIN_KINDS:
+        if kind not in PLAIN_KINDS:
             return False, done
         return self._start_headless(line, stream, msg), done
 
@@ -345,11 +346,11 @@ class TracebackAssembler:
         builder.keep(line)
         return True
 
-    def _continue(self, b: _Builder, line: LogLine, event: Event | None,
+    def _continue(self, b: _Builder, line: LogLine, kind: str | None,
                   text: str | None = None) -> bool:
         """Try to add ``line`` to the traceback; False means the line is not part of it."""
         text = line.message if text is None else text
-        if event is not None and event.kind in _ENDING_KINDS:
+        if kind is not None and kind in _ENDING_KINDS:
             return False
         if text.startswith(("  |", "  +", "    |", "    +", "|", "+-", "+")) and _GROUP_PREFIX.match(text):
             if _GROUP_SEPARATOR.match(text):
@@ -423,7 +424,7 @@ class TracebackAssembler:
                 return True
             return False
         if b.phase == "message":
-            if event is not None and event.kind not in PLAIN_KINDS:
+            if kind is not None and kind not in PLAIN_KINDS:
                 return False
             if not b.add_message_line(text.rstrip()):
                 return False

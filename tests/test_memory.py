@@ -19,7 +19,7 @@ from rich.console import Console
 from logforensics import memory
 from logforensics.analysis import explain, run_facts
 from logforensics.catalog import load_catalog
-from logforensics.findings import CONDITIONS
+from logforensics.conditions import CONDITIONS
 from logforensics.memory import (
     build_ledger,
     kv_rest_gib,
