@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Any
 
-from . import serving, staleness
+from . import serving_findings, staleness
 from .catalog import Catalog, load_catalog
 from .dialects import DEFAULT, DETECT_LINES, Detection, Dialect, detect, given
 from .dialects.base import StatsMarks
@@ -592,7 +592,7 @@ class Analyzer:
 
     def findings(self, run: Run) -> list[Finding]:
         facts = run_facts(run)
-        return serving.findings(run, self.matcher.findings(run, facts), facts)
+        return serving_findings.findings(run, self.matcher.findings(run, facts), facts)
 
     def report(self, name: str, options: Options | None = None) -> Report:
         options = options or Options()
