@@ -654,6 +654,8 @@ def explain(source: Source, *, name: str | None = None, options: Options | None 
     if name is None:
         name = os.fspath(source) if isinstance(source, str | os.PathLike) else "<stream>"
     report = analyzer.report(name, options)
+    if context is None and options.status and analyzer.bytes == 0:
+        context = staleness.prepare(None, options)  # an empty stream is EMPTY, as an empty file is
     if context is not None:
         staleness.apply(report, staleness.assess(path, report, options, context=context))
     return report

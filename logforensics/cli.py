@@ -31,7 +31,7 @@ from .errors import (
     RunNotFoundError,
     SourceError,
 )
-from .report import render
+from .report import render, unreadable_json
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Read LLM inference-server logs (SGLang first): what the run reached, "
@@ -107,17 +107,19 @@ def explain_cmd(
                       dialect=dialect.value if dialect else None)
     if status_only:
         raise typer.Exit(_status(logs, options, catalog, as_json, width))
-    reports, worst = [], EXIT_OK
+    reports, entries, worst = [], [], EXIT_OK
     console = make_console(width)
     results = explain_many(logs, jobs, options=options, catalog=catalog, names=logs)
-    for report in results:
+    for log, report in zip(logs, results, strict=True):
         if isinstance(report, SourceError):
             typer.echo(f"logx: {report}", err=True)
             worst = _combine(worst, EXIT_USAGE)
+            entries.append(unreadable_json(log, report))
             continue
         if isinstance(report, RunNotFoundError):
             raise UsageError(str(report)) from None
         reports.append(report)
+        entries.append(report)
         if as_json:
             continue
         if len(logs) > 1 and reports[:-1]:
@@ -127,8 +129,8 @@ def explain_cmd(
     if as_json:
         for report in reports:
             worst = _combine(worst, report.exit_code)
-        payload = reports[0].to_json() if len(logs) == 1 and reports else \
-            [r.to_json() for r in reports]
+        objs = [e if isinstance(e, dict) else e.to_json() for e in entries]
+        payload = objs[0] if len(logs) == 1 and objs else objs
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     raise typer.Exit(worst)
 

@@ -42,6 +42,7 @@ class ProcessInfo:
     state: str = "?"
     ppid: int | None = None
     comm: str = ""
+    uid: int | None = None  # the owner of /proc/PID (the process's real user)
 
     @property
     def command_line(self) -> str:
@@ -131,6 +132,10 @@ def process_info(pid: int) -> ProcessInfo | None:
     comm, state, ppid, start = parsed
     raw_cmd = _read_bytes(f"{base}/cmdline")
     alive = state not in _DEAD_STATES
+    try:
+        uid: int | None = os.stat(base).st_uid
+    except OSError:
+        uid, alive = None, False  # exited between the reads
     if raw_cmd is None and not os.path.exists(base):
         alive = False  # exited between the two reads
     return ProcessInfo(
@@ -141,6 +146,7 @@ def process_info(pid: int) -> ProcessInfo | None:
         state=state,
         ppid=ppid,
         comm=comm,
+        uid=uid,
     )
 
 

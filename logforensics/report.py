@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .dialects import DEFAULT, Detection
-from .errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
+from .errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
 from .findings import Finding
 from .memory import build_ledger
 from .runs import PHASES, Run
@@ -312,3 +312,10 @@ def _finding_panel(i: int, f: Finding) -> Panel:
         meta += f" · {', '.join(s for s in f.streams if s)[:60]}"
     return Panel(Group(*parts), subtitle=Text(meta, style="dim"), subtitle_align="right",
                  border_style=_STYLE[f.severity])
+
+
+def unreadable_json(name: str, error: Exception) -> dict[str, Any]:
+    """The ``logx.report/1`` entry of a file that could not be read: it keeps its place in a
+    multi-file ``--json`` array, with the error the user saw on stderr (exit code 2)."""
+    return {"schema": SCHEMA, "file": name, "verdict": "unreadable", "exit_code": EXIT_USAGE,
+            "error": str(error)}

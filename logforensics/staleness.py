@@ -31,6 +31,7 @@ import contextlib
 import os
 import re
 import signal
+import stat
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -102,7 +103,8 @@ class Status:
     def render_text(self) -> Group:
         """The status block shown under the verdict (one dim line when nothing was verified)."""
         head = Text.assemble(("Log: ", "bold"), (self.state, _STATE_STYLE.get(self.state, "bold")))
-        if self.state == "FRESH" and not self.verified and not self.findings:
+        pid_missing = self.facts.get("process", {}).get("exists") is False  # --pid of no process
+        if self.state == "FRESH" and not self.verified and not self.findings and not pid_missing:
             head.append(" (unverified: no --pid, --since or sidecar to check against; nothing in the file "
                         "contradicts it)", style="dim")
             return Group(head, *(Text(f"  • {r}", style="dim") for r in self.reasons
@@ -300,6 +302,7 @@ class _Assessment:
         self.last_ts: float | None = None
         self.ts_reliable = False
         self.time_checked = False
+        self.pid_missing = False  # --pid names no process on this host
 
     # — facts ——————————————————————————————————————————————————————————————————
     def _file_facts(self) -> None:
@@ -486,6 +489,13 @@ class _Assessment:
             d["note"] = s.note
         self.facts["process"] = d
 
+    def _owners(self) -> set[int]:
+        """The users whose processes can be this log's writer: this one and the file's owner."""
+        owners = {os.getuid()}
+        if self.stat is not None:
+            owners.add(self.stat.st_uid)
+        return owners
+
     # — decision ——————————————————————————————————————————————————————————————
     def decide(self) -> Status:
         self._file_facts()
@@ -495,7 +505,16 @@ class _Assessment:
         if since is not None:
             self.facts["since"] = _iso(since)
         subject = self._subject()
-        if subject is not None:
+        pid = getattr(self.options, "pid", None)
+        if subject is not None and subject.source == "--pid" and subject.info is None:
+            # Nothing to compare with: saying STALE from the log's other PIDs would be a guess.
+            self.facts["process"] = {"pid": pid, "source": "--pid", "alive": False, "exists": False,
+                                     "note": "no such process on this host"}
+            self.reasons.append(f"no process with pid {pid} exists on this host (it ended, or the pid is "
+                                "wrong): the log cannot be checked against it")
+            self.pid_missing = True
+            subject = None
+        elif subject is not None:
             self._subject_facts(subject)
         self.facts["silence_threshold_s"] = self.silence
         size = self.stat.st_size if self.stat is not None else self.report.bytes
@@ -571,8 +590,11 @@ class _Assessment:
     def _empty(self, subject: _Subject | None) -> Status:
         name = self.path or "the log"
         whole = not self.ctx.offset
-        what = f"{name} has 0 bytes" if whole else \
-            f"nothing was written to {name} after byte {self.ctx.offset}, where this run started"
+        if self.stat is None:
+            what = f"nothing was read from {self.path or 'the input stream'} (0 bytes before it ended)"
+        else:
+            what = f"{name} has 0 bytes" if whole else \
+                f"nothing was written to {name} after byte {self.ctx.offset}, where this run started"
         if subject is not None and subject.alive:
             age = self.now - subject.start if subject.start is not None else None
             if age is not None and age < self.silence:
@@ -588,7 +610,7 @@ class _Assessment:
                     return self._status("SILENT", True, [self._hang_finding(subject, quiet)])
                 self.reasons.append(f"{what}; pid {subject.pid} is alive and writes to it")
                 return self._status("FRESH", True)
-        servers = _live_servers()
+        servers = _live_servers(self._owners())
         if servers:
             self.facts["live_servers"] = servers
         self.reasons.append(what)
@@ -646,9 +668,11 @@ class _Assessment:
         if since is not None:
             self.reasons.append(f"the log was written after --since {_iso(since)}")
             return self._status("FRESH", True)
+        if self.pid_missing:
+            return self._status("FRESH", False)
         self.reasons.append("unverified: no --pid, --since or sidecar, and no live process printed in or "
                             "writing to this log; nothing in the file contradicts freshness")
-        servers = _live_servers()
+        servers = _live_servers(self._owners())
         if servers:
             self.facts["live_servers"] = servers
             later = [s for s in servers if self.mtime is not None and s.get("age_s") is not None
@@ -688,22 +712,39 @@ class _Assessment:
                        facts=facts or {})
 
     def _empty_finding(self, subject: _Subject | None, servers: list[dict], what: str) -> Finding:
-        explanation = (f"The log is empty: {what}. Usually the server died before it wrote a byte (a crash at "
-                       "import whose traceback went to the terminal, a kill right after the start) or its output "
-                       "went elsewhere: with `nohup … > log 2>&1 &` over ssh the redirect can end up on the wrong "
-                       "command (quoting), the working directory can differ, or a process manager captures stdout.")
-        if self.sidecar is not None and self.sidecar.finished:
-            explanation += f" The sidecar says the process {_end_text(self.sidecar)}."
-        fix = (f"Relaunch with `logx run --log FILE -- {self.dialect.launch_example}`: it opens the log before "
-               "the server starts, sends stdout and stderr there, and records the PID and exit status next to it "
-               "(FILE.logx.json), so `logx explain FILE` can tell what happened.")
+        sc = self.sidecar
+        if sc is not None:  # launched with `logx run`: its stdout and stderr did go to this log
+            explanation = (f"The log is empty: {what}. The process was started with `logx run`, which opened "
+                           "this log before the command started and sent its stdout and stderr there, so the "
+                           "command itself printed nothing: it is still starting, or it died before its first "
+                           "line (a kill, a crash before Python started).")
+            if sc.finished:
+                explanation += f" The sidecar says the process {_end_text(sc)}."
+            command = " ".join(sc.command) if sc.command else "the command"
+            fix = (f"Run `{command}` in a terminal to see what it does before logging; if the sidecar records a "
+                   "signal, look for its sender (`dmesg` for the OOM killer, the container's limits).")
+        elif self.stat is None:  # a pipe, `<(…)`, a FIFO or stdin
+            explanation = (f"The input is empty: {what}. The command feeding it printed nothing to its stdout: "
+                           "the server logs to stderr, so a pipe without `2>&1` carries nothing, and a command that "
+                           "failed to start writes its error to the terminal, not the pipe.")
+            fix = (f"Send both streams into the pipe: `{self.dialect.launch_example} 2>&1 | logx watch`, or "
+                   "launch with `logx run --log FILE -- …` and read FILE.")
+        else:
+            explanation = (f"The log is empty: {what}. Usually the server died before it wrote a byte (a crash at "
+                           "import whose traceback went to the terminal, a kill right after the start) or its "
+                           "output went elsewhere: with `nohup … > log 2>&1 &` over ssh the redirect can end up on "
+                           "the wrong command (quoting), the working directory can differ, or a process manager "
+                           "captures stdout.")
+            fix = (f"Relaunch with `logx run --log FILE -- {self.dialect.launch_example}`: it opens the log "
+                   "before the server starts, sends stdout and stderr there, and records the PID and exit status "
+                   "next to it (FILE.logx.json), so `logx explain FILE` can tell what happened.")
         if servers:
             pid, where = servers[0]["pid"], servers[0].get("writes_to")
             fix += (f" A server is running now: pid {pid} writes to {', '.join(where)} — read that instead."
                     if where else " A server is running now: see where it writes with "
                     f"`ls -l /proc/{pid}/fd/1 /proc/{pid}/fd/2`.")
         facts = {"live_servers": [s["pid"] for s in servers]}
-        evidence = self._sidecar_evidence() or [Evidence(0, f"[file] {what}")]
+        evidence = self._sidecar_evidence() or [Evidence(0, f"[{'file' if self.stat else 'input'}] {what}")]
         return self._finding("log_empty", "The log is empty: nothing was written to it", "warning", evidence,
                              explanation, fix, facts)
 
@@ -784,12 +825,15 @@ class _Assessment:
 
 
 def _stat(path: str | None) -> os.stat_result | None:
+    """The log file's stat; None for a stream: no path, or a FIFO, ``<(…)`` or a device,
+    whose size says nothing about what was read through it."""
     if path is None:
         return None
     try:
-        return os.stat(path)
+        st = os.stat(path)
     except OSError:
         return None
+    return st if stat.S_ISREG(st.st_mode) else None
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -929,12 +973,14 @@ def _ancestors(pid: int) -> list[int]:
     return out
 
 
-def _live_servers(limit: int = 5) -> list[dict[str, Any]]:
+def _live_servers(owners: set[int], limit: int = 5) -> list[dict[str, Any]]:
     """Inference-server processes (of every dialect) alive now (root processes of each tree),
-    with where they write."""
+    with where they write: only those of the users in ``owners`` (this user, the log's owner),
+    the ones that can be this log's writer; other users' servers on a shared host are none of
+    its business."""
     try:
         found = [p for d in DIALECTS.values() for p in find_processes(d.process_name)
-                 if d.server_command.search(p.command_line)]
+                 if d.server_command.search(p.command_line) and p.uid in owners]
     except OSError:
         return []
     pids = {p.pid for p in found}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -108,3 +109,98 @@ def test_closed_pipe_downstream_is_quiet():
                             shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = proc.communicate(timeout=60)
     assert b"Traceback" not in err and out
+
+
+# — one answer whatever the input path ————————————————————————————————————————————————
+
+KV = FIXTURES / "kv_cache_no_room_mem_fraction__weights_leave_no_kv_tp2.log"
+
+
+def _explain_through(path_kind: str, data: bytes, tmp_path) -> subprocess.CompletedProcess:
+    """``logx explain --json`` reading ``data`` through a FIFO, ``<(…)`` (a /dev/fd pipe),
+    ``/dev/stdin`` on a pipe, ``-`` on a pipe, or a regular file."""
+    cmd = [sys.executable, "-m", "logforensics", "explain", "--json"]
+    if path_kind == "file":
+        log = tmp_path / "server.log"
+        log.write_bytes(data)
+        return subprocess.run([*cmd, str(log)], capture_output=True, timeout=60)
+    if path_kind == "fifo":
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)
+        writer = subprocess.Popen(["sh", "-c", f'cat > "{fifo}"'], stdin=subprocess.PIPE)
+        proc = subprocess.Popen([*cmd, str(fifo)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        writer.communicate(data, timeout=60)
+        out, err = proc.communicate(timeout=60)
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    if path_kind == "procsub":
+        r, w = os.pipe()
+        proc = subprocess.Popen([*cmd, f"/dev/fd/{r}"], pass_fds=(r,), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        os.close(r)
+        with os.fdopen(w, "wb") as fh:
+            fh.write(data)
+        out, err = proc.communicate(timeout=60)
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    arg = "/dev/stdin" if path_kind == "devstdin" else "-"
+    proc = subprocess.Popen([*cmd, arg], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(data, timeout=60)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+KINDS = ["file", "fifo", "procsub", "devstdin", "dash"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_stream_path_gives_the_verdict_of_what_was_read(kind, tmp_path):
+    """A FIFO, ``<(…)`` and /dev/stdin are streams: never "EMPTY: 0 bytes" from their stat."""
+    res = _explain_through(kind, KV.read_bytes(), tmp_path)
+    data = json.loads(res.stdout)
+    assert res.returncode == 1, res.stderr
+    assert data["verdict"] == "failed" and data["findings"][0]["id"] == "kv_cache_no_room_mem_fraction"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_empty_input_is_empty_through_every_path_with_fitting_advice(kind, tmp_path):
+    res = _explain_through(kind, b"", tmp_path)
+    data = json.loads(res.stdout)
+    assert res.returncode == 3, res.stderr
+    assert data["verdict"] == "empty" and data["findings"][0]["id"] == "log_empty"
+    fix = data["findings"][0]["fix"]
+    if kind == "file":
+        assert "logx run" in fix
+    else:  # a pipe carries stdout only: the advice is about the pipe, not about a log file
+        assert "2>&1" in fix
+
+
+def test_empty_log_of_a_logx_run_launch_does_not_advise_logx_run(tmp_path):
+    from datetime import UTC, datetime
+
+    log = tmp_path / "server.log"
+    log.write_bytes(b"")
+    sidecar = {"schema": "logx.sidecar/1", "pid": 999_999_999, "started_at": datetime.now(UTC).isoformat(),
+               "command": ["python", "-m", "sglang.launch_server", "--model-path", "m"], "log": str(log),
+               "log_offset": 0, "ended_at": datetime.now(UTC).isoformat(), "exit_code": None, "signal": 9}
+    (tmp_path / "server.log.logx.json").write_text(json.dumps(sidecar))
+    res = logx("explain", "--json", log)
+    finding = json.loads(res.stdout)["findings"][0]
+    assert res.returncode == 3 and finding["id"] == "log_empty"
+    assert "Relaunch with `logx run`" not in finding["fix"] and "logx run" in finding["explanation"]
+    assert "python -m sglang.launch_server --model-path m" in finding["fix"]
+
+
+def test_json_keeps_an_entry_for_a_missing_file(tmp_path):
+    missing = tmp_path / "missing.log"
+    res = logx("explain", "--json", HEALTHY, missing)
+    data = json.loads(res.stdout)
+    assert res.returncode == 2
+    assert [d["verdict"] for d in data] == ["ready", "unreadable"]
+    assert data[1]["file"] == str(missing) and "no such file" in data[1]["error"] and data[1]["exit_code"] == 2
+    alone = logx("explain", "--json", missing)
+    assert json.loads(alone.stdout)["verdict"] == "unreadable" and alone.returncode == 2
+
+
+def test_pid_of_no_process_says_so_instead_of_stale():
+    res = logx("status", "--json", "--pid", "999999999", HEALTHY)
+    status = json.loads(res.stdout)["status"]
+    assert status["state"] != "STALE" and status["verified"] is False
+    assert "no process with pid 999999999 exists" in status["reasons"][0]

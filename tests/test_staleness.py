@@ -572,3 +572,22 @@ def test_sidecar_is_ignored_when_the_log_was_written_after_its_server_ended(tmp_
     report, st = status_of(log)
     assert "another process wrote it" in st.facts["sidecar_note"]
     assert "sidecar" not in st.facts and st.state == "FRESH" and not st.verified
+
+
+def test_only_servers_that_can_be_this_logs_are_named(tmp_path, monkeypatch):
+    """On a shared host, another user's SGLang server cannot be this log's writer: an empty
+    log's report names this user's servers, not theirs."""
+    from logforensics import staleness
+    from logforensics.procinfo import ProcessInfo
+
+    def server(pid: int, uid: int) -> ProcessInfo:
+        return ProcessInfo(pid=pid, alive=True, start_time=datetime.now(UTC), ppid=1, uid=uid,
+                           cmdline=["python", "-m", "sglang.launch_server", "--port", str(pid)])
+
+    me, other = os.getuid(), os.getuid() + 4242
+    monkeypatch.setattr(staleness, "find_processes", lambda pattern: [server(111, other), server(222, me)])
+    log = tmp_path / "server.log"
+    log.write_bytes(b"")
+    status = explain(log).status
+    assert [s["pid"] for s in status.facts["live_servers"]] == [222]
+    assert "111" not in " ".join(status.reasons)
