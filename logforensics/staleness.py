@@ -505,17 +505,14 @@ class _Assessment:
         if since is not None:
             self.facts["since"] = _iso(since)
         subject = self._subject()
-        pid = getattr(self.options, "pid", None)
-        if subject is not None and subject.source == "--pid" and subject.info is None:
-            # Nothing to compare with: saying STALE from the log's other PIDs would be a guess.
-            self.facts["process"] = {"pid": pid, "source": "--pid", "alive": False, "exists": False,
-                                     "note": "no such process on this host"}
-            self.reasons.append(f"no process with pid {pid} exists on this host (it ended, or the pid is "
-                                "wrong): the log cannot be checked against it")
-            self.pid_missing = True
-            subject = None
-        elif subject is not None:
+        if subject is not None:
             self._subject_facts(subject)
+        if subject is not None and subject.source == "--pid" and subject.info is None:
+            # Nothing to compare with: STALE from the log's other PIDs would be a guess.
+            self.pid_missing = True
+            self.facts["process"].update(exists=False, note="no such process on this host")
+            self.reasons.append(f"no process with pid {subject.pid} exists on this host (it ended, or the "
+                                "pid is wrong): its start time and open files cannot be checked")
         self.facts["silence_threshold_s"] = self.silence
         size = self.stat.st_size if self.stat is not None else self.report.bytes
         region = size - self.ctx.offset
@@ -560,7 +557,8 @@ class _Assessment:
                              "last lines)")
                 reasons.append(f"its last timestamp {_iso(self.last_ts)} is {_dur(start - self.last_ts)} "
                                f"before the run of interest started ({what}){extra}")
-        if subject is not None and subject.source in ("--pid", "sidecar") and self.run is not None:
+        if subject is not None and subject.source in ("--pid", "sidecar") and self.run is not None \
+                and not self.pid_missing:
             printed = list(self.run.pids)
             if printed and subject.pid not in printed and not any(_related(p, subject.pid) for p in printed):
                 names = ", ".join(map(str, printed))
@@ -662,14 +660,12 @@ class _Assessment:
         how = "after the server was ready" if run is not None and run.ready else "with an error (see findings)"
         self.reasons.append(f"{s.name} ({s.source}) is no longer running; it ended {how}"
                             + (f": {end}" if end else ""))
-        return self._status("FRESH", verified)
+        return self._status("FRESH", verified and not self.pid_missing)
 
     def _unknown(self, since: float | None) -> Status:
         if since is not None:
             self.reasons.append(f"the log was written after --since {_iso(since)}")
             return self._status("FRESH", True)
-        if self.pid_missing:
-            return self._status("FRESH", False)
         self.reasons.append("unverified: no --pid, --since or sidecar, and no live process printed in or "
                             "writing to this log; nothing in the file contradicts freshness")
         servers = _live_servers(self._owners())

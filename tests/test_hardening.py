@@ -119,7 +119,8 @@ def test_one_bad_file_among_several_keeps_the_others(capsys, monkeypatch, tmp_pa
     code, out, err = run_cli(capsys, monkeypatch, "explain", "--json", "--jobs", "2", str(good),
                              str(tmp_path / "gone.log"))
     assert code == 2 and "gone.log: no such file" in err
-    assert [r["file"] for r in json.loads(out)] == [str(good)]
+    assert [(r["file"], r["verdict"]) for r in json.loads(out)] == [(str(good), "failed"),
+                                                                  (str(tmp_path / "gone.log"), "unreadable")]
 
 
 def test_explain_many_keeps_order_and_per_file_errors(tmp_path):
