@@ -591,6 +591,6 @@ def test_only_servers_that_can_be_this_logs_are_named(tmp_path, monkeypatch):
     monkeypatch.setattr(staleness, "find_processes", lambda pattern: [server(111, other), server(222, me)])
     log = tmp_path / "server.log"
     log.write_bytes(b"")
-    status = explain(log).status
+    status = explain(log, options=Options(status=True)).status
     assert [s["pid"] for s in status.facts["live_servers"]] == [222]
     assert "111" not in " ".join(status.reasons)
