@@ -36,6 +36,16 @@ from .report import render, unreadable_json
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Read LLM inference-server logs (SGLang first): what the run reached, "
                        "what broke, why, and which flag to change.")
+@app.callback(invoke_without_command=True)
+def _root(version: Annotated[bool, typer.Option("--version", help="Print logx's version and exit.",
+                                                is_eager=True)] = False) -> None:
+    """Read LLM inference-server logs (SGLang first): what the run reached, what broke, why,
+    and which flag to change."""
+    if version:
+        typer.echo(f"logx {__version__}")
+        raise typer.Exit(0)
+
+
 patterns_app = typer.Typer(no_args_is_help=True, help="The pattern catalog.")
 app.add_typer(patterns_app, name="patterns")
 
@@ -49,6 +59,8 @@ def make_console(width: int | None = None, stderr: bool = False) -> Console:
     return Console(stderr=stderr, width=width, highlight=False, soft_wrap=False)
 
 
+WidthOpt = Annotated[int | None, typer.Option(
+    "--width", min=20, help="Text width in columns, at least 20 (default: the terminal's).")]
 PatternsOpt = Annotated[list[Path] | None, typer.Option(
     "--patterns", help="Extra pattern directory (repeatable; also $LOGX_PATTERNS).")]
 
@@ -89,8 +101,10 @@ def explain_cmd(
     run: Annotated[int | None, typer.Option(
         "--run", min=1, help="Explain run N (1-based) instead of the last.")] = None,
     patterns: PatternsOpt = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show warnings and info findings too.")] = False,
-    width: Annotated[int | None, typer.Option("--width", help="Text width (default: terminal).")] = None,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Every finding in full: also the warnings and info findings a failure "
+                                "hides, and its symptoms as panels.")] = False,
+    width: WidthOpt = None,
     pid: PidOpt = None,
     since: SinceOpt = None,
     silence: SilenceOpt = 120.0,
@@ -145,7 +159,7 @@ def diff_cmd(
     everything: Annotated[bool, typer.Option("--all", help="Show every fact, equal ones too.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object (logx.diff/1).")] = False,
     patterns: PatternsOpt = None,
-    width: Annotated[int | None, typer.Option("--width", help="Text width (default: terminal).")] = None,
+    width: WidthOpt = None,
 ) -> None:
     """What changed between two runs (an upgrade, a flag change, another machine), ranked by
     likely effect."""
@@ -172,7 +186,7 @@ def status_cmd(
     since: SinceOpt = None,
     silence: SilenceOpt = 120.0,
     patterns: PatternsOpt = None,
-    width: Annotated[int | None, typer.Option("--width", help="Text width (default: terminal).")] = None,
+    width: WidthOpt = None,
 ) -> None:
     """Is this log the run you care about? FRESH, STALE, EMPTY, SILENT or DEAD, with the facts
     (exit code as for explain: 3 for stale/empty)."""
@@ -236,7 +250,10 @@ def patterns_list(patterns: PatternsOpt = None,
                  "priority": p.priority, "source": p.source} for p in catalog.patterns]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    make_console().print(catalog_table(catalog))
+    console = make_console()
+    if not console.is_terminal:  # a pipe has no width: wide enough for whole ids and a title
+        console.width = 160
+    console.print(catalog_table(catalog))
 
 
 @patterns_app.command("lint")
@@ -283,7 +300,7 @@ def watch_cmd(
     since: SinceOpt = None,
     patterns: PatternsOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show info findings too.")] = False,
-    width: Annotated[int | None, typer.Option("--width", help="Text width (default: terminal).")] = None,
+    width: WidthOpt = None,
     dialect: DialectOpt = None,
 ) -> None:
     """Follow a log as it is written: the phase reached, findings with their fix the moment
@@ -340,6 +357,19 @@ def share_cmd(
 def version_cmd() -> None:
     """Print logx's version."""
     typer.echo(f"logx {__version__}")
+
+
+def _one_line_help(*apps: typer.Typer) -> None:
+    """A command's help is its docstring; its line breaks are source layout, not the text's:
+    join them so the help reflows to the terminal instead of breaking mid-sentence."""
+    for sub in apps:
+        for info in sub.registered_commands:
+            doc = info.help or (info.callback.__doc__ if info.callback else None)
+            if doc:
+                info.help = "\n\n".join(" ".join(p.split()) for p in doc.strip().split("\n\n"))
+
+
+_one_line_help(app, patterns_app)
 
 
 def main() -> None:

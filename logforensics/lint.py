@@ -29,8 +29,11 @@ BACKTRACK_BUDGET = 0.5  # seconds per regex over all adversarial strings
 
 def catalog_table(catalog: Catalog) -> Table:
     table = Table(title=f"{len(catalog.patterns)} patterns")
-    for col in ("id", "severity", "phase", "priority", "title"):
-        table.add_column(col, overflow="fold")
+    # an id is what you copy and grep for: never cut, whatever the width; the title wraps
+    table.add_column("id", no_wrap=True, min_width=max((len(p.id) for p in catalog.patterns), default=2))
+    for col in ("severity", "phase", "priority"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("title", overflow="fold", ratio=1)
     for p in sorted(catalog.patterns, key=lambda p: (p.source, -p.priority)):
         table.add_row(p.id, p.severity, p.phase, str(p.priority), p.title)
     return table

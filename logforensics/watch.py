@@ -968,9 +968,10 @@ class Watcher:
             else:
                 self.eof = True
                 outcome = self._decide(time.monotonic(), True)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             self._finish()
-            outcome = self._outcome("interrupted", None, "stopped (Ctrl-C)")
+            how = "stopped (SIGTERM)" if isinstance(exc, Terminated) else "stopped (Ctrl-C)"
+            outcome = self._outcome("interrupted", None, how)
         finally:
             close = getattr(iterator, "close", None)
             if close is not None:
@@ -1055,8 +1056,12 @@ def make_renderer(options: WatchOptions, out: TextIO | None = None,
     raise ValueError(f"unknown watch mode {mode!r}")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``timeout``, ``kill``): ends the watch like Ctrl-C, and is reported as itself."""
+
+
 def _terminate(signum, frame) -> None:
-    raise KeyboardInterrupt
+    raise Terminated
 
 
 def _silence_stdout() -> None:

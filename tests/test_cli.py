@@ -204,3 +204,30 @@ def test_pid_of_no_process_says_so_instead_of_stale():
     status = json.loads(res.stdout)["status"]
     assert status["state"] != "STALE" and status["verified"] is False
     assert "no process with pid 999999999 exists" in status["reasons"][0]
+
+
+def test_version_flag_and_command():
+    assert logx("--version").stdout.decode().startswith("logx ")
+    assert logx("--version").stdout == logx("version").stdout
+
+
+def test_width_below_20_is_a_usage_error_not_an_empty_report():
+    res = logx("explain", "--width", "0", HEALTHY)
+    assert res.returncode == 2 and b"--width" in res.stderr
+
+
+def test_patterns_list_through_a_pipe_keeps_every_id_whole():
+    out = logx("patterns", "list").stdout.decode()
+    from logforensics.catalog import load_catalog
+
+    for p in load_catalog().patterns:
+        assert f" {p.id} " in out, p.id
+
+
+def test_help_texts_reflow_instead_of_breaking_mid_sentence():
+    out = logx("--help").stdout.decode()
+    lines = [ln.strip("│ ").rstrip() for ln in out.splitlines()]
+    # the status command's help: one sentence, wrapped by the width only
+    status = next(i for i, ln in enumerate(lines) if ln.startswith("status"))
+    text = " ".join(lines[status:status + 3])
+    assert "DEAD, with the facts (exit code" in text, text

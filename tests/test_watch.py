@@ -528,6 +528,7 @@ def test_ctrl_c_ends_cleanly_with_a_summary(tmp_path, procs, sig):
     out = "\n".join(reader.join())
     assert p.returncode == 0  # explain's code for what it saw: no failure
     assert "end INTERRUPTED" in out
+    assert ("stopped (SIGTERM)" if sig == signal.SIGTERM else "stopped (Ctrl-C)") in out
     assert b"Traceback" not in p.stderr.read()
 
 
