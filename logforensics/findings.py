@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import sites as _sites
 from .catalog import Catalog, MatchSpec, Pattern, safe_fullmatch, safe_search
 from .conditions import CONDITIONS, Evidence
 from .events import Event
@@ -92,6 +93,7 @@ class Hit:
     confidence: float
     stream: str
     traceback: Traceback | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 # — matching ————————————————————————————————————————————————————————————————
@@ -336,7 +338,7 @@ class Matcher:
                 matched_ids.add(pattern.id)
                 break
         if not new:
-            new.append(self._unclassified(tb))
+            new.append(site_hit(tb, run) or self._unclassified(tb))
         # One traceback, one explanation: the most specific pattern (highest priority) wins,
         # so a generic match (e.g. "raised in argument handling") never repeats a specific one.
         best = max(new, key=lambda h: (h.pattern.priority, h.confidence))
@@ -348,16 +350,19 @@ class Matcher:
         where = f"{frame.file}:{frame.line} in {frame.function}" if frame else "unknown location"
         exc_type = tb.exc_type or "an exception (its type line was cut off)"
         message = tb.message.split("\n", 1)[0][:300] if tb.message else "(message not in the log)"
+        package = _sites.frame_package(frame.file if frame else None)
+        usually = f" The raising frame belongs to {package[0]}: {package[1]}" if package else ""
         pattern = Pattern(
             id="unclassified_exception",
             title=f"Unclassified exception: {tb.exc_type or 'unknown type'}",
             severity="error", phase="any", priority=10 if tb.exc_type else 5,
             explanation=(f"{exc_type} was raised at {where}: {message}. No catalog pattern "
-                         "explains it; the traceback below is the best evidence."),
+                         f"and no SGLang failure site explains it.{usually}"),
             fix=("Read the raising frame and the message. If this is a known failure, add a "
                  "pattern for it (`logx patterns list`, `--patterns DIR`)."),
         )
-        return Hit(pattern, {}, traceback_evidence(tb), 0.3, tb.stream, tb)
+        facts = {"package": package[0]} if package else {}
+        return Hit(pattern, {}, traceback_evidence(tb), 0.3, tb.stream, tb, facts)
 
     def findings(self, run: Run, facts: dict[str, Any]) -> list[Finding]:
         """Ranked findings for ``run`` (most likely root cause first)."""
@@ -381,7 +386,8 @@ class Matcher:
         merged: dict[tuple, Finding] = {}
         for hit in hits:
             p = hit.pattern
-            key = (p.id, p.title) if p.id == "unclassified_exception" else (p.id,)
+            key = (p.id, p.title) if p.id == "unclassified_exception" or p.source == SITE_SOURCE \
+                else (p.id,)
             if key in merged:
                 f = merged[key]
                 f.occurrences += 1
@@ -395,7 +401,7 @@ class Matcher:
             values = {**facts, **hit.groups}
             phase = p.phase if p.phase != "any" else _phase_at(run, hit)
             severity, explanation = p.severity, fill(p.explanation, values)
-            if p.id == "unclassified_exception" and hit.traceback is not None \
+            if (p.id == "unclassified_exception" or p.source == SITE_SOURCE) and hit.traceback is not None \
                     and run.last_serving_line > hit.traceback.last_line:
                 # An unknown exception the server survived: a failed request, not a crash.
                 severity = "warning"
@@ -407,9 +413,56 @@ class Matcher:
                 evidence=sorted(hit.evidence, key=lambda e: e.line),
                 explanation=explanation, fix=fill(p.fix, values),
                 priority=p.priority, streams=[hit.stream] if hit.stream else [],
-                traceback=hit.traceback, role=p.role,
+                traceback=hit.traceback, role=p.role, facts=dict(hit.facts),
             )
         return rank(list(merged.values()))
+
+
+# — findings from SGLang's failure sites (sites.py, data/site_categories.toml) ——————————————
+
+SITE_SOURCE = "sglang failure-site index"
+SITE_PRIORITY = 30  # below every curated pattern that names the cause, above the symptoms
+MIN_SITE_CONFIDENCE = 0.5
+
+
+def site_hit(tb: Traceback, run: Run) -> Hit | None:
+    """A traceback no pattern explains, matched to the SGLang site that raised it: the
+    finding names the site, the failed check in words, and the flags the site names. A site
+    match also narrows the release range of a log that does not print its version."""
+    if not tb.exc_type:
+        return None
+    index = _sites.site_index()
+    found = _sites.match_traceback(tb)
+    if found is None or found.confidence < MIN_SITE_CONFIDENCE:
+        return None
+    category = _sites.category_of(found.site)
+    if category is None:
+        return None
+    site = found.site
+    low, high = found.release_bounds
+    if found.confidence >= 0.7:
+        if low != index.releases[0]:
+            run.version_hints.add(f">={low}")
+        if high != index.releases[-1]:
+            run.version_hints.add(f"<={high}")
+    flags = list(dict.fromkeys([*site.flags, *(f"--{a.replace('_', '-')}" for a in site.args)]))
+    condition = _sites.plain_condition(site.conditions)
+    check = f" It fired because {condition}." if condition else ""
+    named = ", ".join(f"`{x}`" for x in [*flags, *site.env][:8])
+    fix = category.fix + (f" The check reads {named} (names as in {high})." if named else "")
+    message = tb.message.split("\n", 1)[0][:300].rstrip(".")
+    pattern = Pattern(
+        id=category.id, title=f"{tb.exc_type} from {category.what} ({site.function})",
+        severity="error", phase=category.phase or "any", priority=SITE_PRIORITY,
+        explanation=(f"{site.kind} in {site.where} (SGLang {site.release_range}) raised "
+                     f"{tb.exc_type}: {message}.{check} No curated pattern names this failure; "
+                     "SGLang's own source does."),
+        fix=fix, source=SITE_SOURCE,
+    )
+    facts = {"site": {"file": site.file, "function": site.function, "kind": site.kind,
+                      "releases": site.release_range, "conditions": list(site.conditions),
+                      "flags": flags, "env": list(site.env), "equivalent_sites": len(found.equivalent)}}
+    return Hit(pattern, {}, traceback_evidence(tb), round(found.confidence, 2), tb.stream, tb, facts)
 
 
 def _one_per_traceback(hits: list[Hit]) -> list[Hit]:

@@ -1,0 +1,431 @@
+"""SGLang's failure sites (``data/sglang_sites.json.gz``, built by ``tools/index_sglang.py``)
+and the lookup that finds which one printed an exception no catalog pattern explains.
+
+A site is a ``raise`` / ``assert`` / ``parser.error`` / failure-announcing log call in some
+SGLang release, with its message template (a regex with named holes), file, function, the
+``if``/assert tests around it, the flags, env vars and ServerArgs fields it names, and the
+release ranges that contain exactly that template.
+
+The lookup never tries thousands of regexes: each template is filed under its two rarest
+words, a message's words pick the few candidates, and a candidate is checked by finding its
+literal pieces in order (linear ``str.find``s) on the message with all whitespace removed, so
+a hard-wrapped message matches as well. A message cut at the screen edge (``...``) matches as
+a prefix. The data is read on the first lookup only.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .tracebacks import Traceback
+
+MIN_PARTIAL_CHARS = 16  # literal characters a cut message must match
+MIN_LITERAL_CHARS = 8  # a template with less literal text is too vague to name a site
+KEYS_PER_TEMPLATE = 2
+_HOLE = re.compile(r"\(\?P<\w+>\.\*\?\)")
+_ESCAPED = re.compile(r"\\(.)", re.S)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_WS = re.compile(r"\s+")
+_CUT = ("...", "\u2026")
+
+
+def _squash(text: str) -> str:
+    return _WS.sub("", text)
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    kind: str  # raise | assert | parser.error | log.error | log.warning
+    exc_type: str  # "ValueError"; "" for log calls, "argparse" for parser.error
+    regex: str
+    file: str  # sglang/srt/server_args.py
+    function: str  # ServerArgs.__post_init__
+    conditions: tuple[str, ...]
+    flags: tuple[str, ...]
+    env: tuple[str, ...]
+    args: tuple[str, ...]
+    releases: tuple[tuple[str, str], ...]
+    pieces: tuple[str, ...] = field(compare=False)  # literal pieces, in order
+    starts_literal: bool = field(compare=False)
+    ends_literal: bool = field(compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Site:
+        rx = d.get("re", "")
+        raw = [_ESCAPED.sub(r"\1", p) for p in _HOLE.split(rx)]
+        return cls(
+            kind=d["k"], exc_type=d.get("t", ""), regex=rx, file=d["f"], function=d["fn"],
+            conditions=tuple(d.get("c", ())), flags=tuple(d.get("flags", ())),
+            env=tuple(d.get("env", ())), args=tuple(d.get("args", ())),
+            releases=tuple((a, b) for a, b in d["r"]),
+            pieces=tuple(p for p in (_squash(x) for x in raw) if p),
+            starts_literal=bool(raw) and raw[0] != "", ends_literal=bool(raw) and raw[-1] != "",
+        )
+
+    def same_template(self, other: Site) -> bool:
+        """One message, whatever the holes are called (releases rename the variables)."""
+        return (self.exc_type, self.pieces, self.starts_literal, self.ends_literal) == \
+            (other.exc_type, other.pieces, other.starts_literal, other.ends_literal)
+
+    @property
+    def literal_chars(self) -> int:
+        return sum(map(len, self.pieces))
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.function}"
+
+    @property
+    def release_range(self) -> str:
+        """``0.5.10–0.5.13`` (or ``0.4.6–0.4.9, 0.5.2–0.5.23`` when it came and went)."""
+        return ", ".join(a if a == b else f"{a}–{b}" for a, b in self.releases)
+
+    def fields(self) -> dict[str, str]:
+        """The template's hole names (regex group names, unique)."""
+        return dict.fromkeys(re.findall(r"\(\?P<(\w+)>", self.regex), "")
+
+
+@dataclass(slots=True)
+class SiteMatch:
+    site: Site
+    confidence: float
+    partial: bool  # the message was cut: matched as a prefix
+    equivalent: list[Site]  # other sites with the same type and template
+    file_agrees: bool = False  # the raising frame is in the site's file
+
+    @property
+    def release_bounds(self) -> tuple[str, str]:
+        """The first and last release in which this template (at any of its sites) exists."""
+        from .runs import _vt
+
+        sites = [self.site, *self.equivalent]
+        if self.file_agrees:  # the raising frame's file holds the site: only its releases count
+            sites = [s for s in sites if s.file == self.site.file]
+        ranges = [r for s in sites for r in s.releases]
+        return (min((a for a, _ in ranges), key=_vt), max((b for _, b in ranges), key=_vt))
+
+
+def filing_keys(raw: list[dict]) -> dict[str, list[int]]:
+    """Each template's two rarest words among its first literal words (a cut message keeps
+    those), mapped to the sites filed under them. ``tools/index_sglang.py`` stores this with
+    the data so that loading does not redo it."""
+    words_of = [list(dict.fromkeys(_WORD.findall(" ".join(_literal_text(d.get("re", "")))))) for d in raw]
+    df: dict[str, int] = {}
+    for words in words_of:
+        for w in words:
+            df[w] = df.get(w, 0) + 1
+    keys: dict[str, list[int]] = {}
+    for i, words in enumerate(words_of):
+        if sum(map(len, (_squash(p) for p in _literal_text(raw[i].get("re", ""))))) < MIN_LITERAL_CHARS:
+            continue
+        for w in sorted(words[:8], key=lambda w: (df[w], -len(w)))[:KEYS_PER_TEMPLATE]:
+            keys.setdefault(w, []).append(i)
+    return keys
+
+
+class SiteIndex:
+    """The sites, filed for lookup. A ``Site`` is built from its raw record only when a
+    lookup checks it; ``candidates_checked`` counts that work."""
+
+    def __init__(self, releases: list[str], raw: list[dict], keys: dict[str, list[int]] | None = None):
+        self.releases = releases
+        self.raw = raw
+        self.postings = keys if keys is not None else filing_keys(raw)
+        self.candidates_checked = 0
+        self._sites: dict[int, Site] = {}
+        self._by_place: dict[tuple[str, str], list[int]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def site(self, i: int) -> Site:
+        found = self._sites.get(i)
+        if found is None:
+            found = self._sites[i] = Site.from_dict(self.raw[i])
+        return found
+
+    @property
+    def by_place(self) -> dict[tuple[str, str], list[int]]:
+        """Sites by (file, function name): a bare assert is found through its frame."""
+        if self._by_place is None:
+            self._by_place = {}
+            for i, d in enumerate(self.raw):
+                self._by_place.setdefault((d["f"], d["fn"].rsplit(".", 1)[-1]), []).append(i)
+        return self._by_place
+
+    def lookup(self, exc_type: str | None, message: str, file: str | None = None,
+               function: str | None = None, source: str | None = None,
+               cut: bool = False) -> SiteMatch | None:
+        """The best site for an exception (``exc_type`` None: a log line), or None.
+
+        ``file``/``function`` are the raising frame's (any path; the part from ``sglang/``
+        on is compared); ``source`` its source line, which names an ``assert`` without a
+        message. ``cut``: the message may end early (it is also cut when it ends in ``...``)."""
+        short = exc_type.rsplit(".", 1)[-1] if exc_type else None
+        text = message.strip()
+        for tail in _CUT:
+            if text.endswith(tail):
+                text, cut = text[: -len(tail)], True
+        squashed = _squash(text)
+        place = _sglang_path(file), (function or "")
+        scored: list[tuple[float, tuple, SiteMatch]] = []
+        seen: set[int] = set()
+        for w in dict.fromkeys(_WORD.findall(text)):
+            for i in self.postings.get(w, ()):
+                if i in seen:
+                    continue
+                seen.add(i)
+                self.candidates_checked += 1
+                site = self.site(i)
+                if not _type_agrees(site, short):
+                    continue
+                got = _match(site, squashed, cut)
+                if got is None:
+                    continue
+                coverage, partial = got
+                confidence = 0.9 if not partial else 0.55 + 0.3 * coverage
+                if site.literal_chars < 20:
+                    confidence -= 0.15
+                confidence += _place_bonus(site, place)
+                scored.append((confidence, _rank(site), SiteMatch(site, confidence, partial, [])))
+        if not scored and short == "AssertionError" and not squashed and source and place[0]:
+            scored = self._assert_by_source(place, source)
+        if not scored:
+            return None
+        scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
+        best = scored[0][2]
+        best.confidence = min(best.confidence, 0.95)
+        best.file_agrees = place[0] == best.site.file
+        best.equivalent = [m.site for _, _, m in scored[1:]
+                           if m.site.same_template(best.site)]
+        return best
+
+    def _assert_by_source(self, place: tuple[str, str], source: str) -> list[tuple[float, tuple, SiteMatch]]:
+        """A bare ``assert x`` prints no message: the frame's source line names it."""
+        shown = _squash(source.strip().removeprefix("assert"))
+        out = []
+        for i in self.by_place.get(place, ()):
+            site = self.site(i)
+            self.candidates_checked += 1
+            if site.kind != "assert" or not site.conditions:
+                continue
+            test = _squash(site.conditions[-1].removeprefix("not (").removesuffix(")"))
+            if shown and (test.startswith(shown.rstrip(",")) or shown.startswith(test)):
+                out.append((0.8, (len(test), *_rank(site)), SiteMatch(site, 0.8, False, [])))
+        return out
+
+
+def _rank(site: Site) -> tuple:
+    """Between equally good matches: the most literal text, then the fewest holes (an
+    empty hole fits anything), then the LLM server's own code (``sglang/srt/``) over
+    SGLang's other programs, then the newest release."""
+    from .runs import _vt
+
+    holes = len(site.pieces) - 1 + (not site.starts_literal) + (not site.ends_literal)
+    return site.literal_chars, -holes, site.file.startswith("sglang/srt/"), _vt(site.releases[-1][1])
+
+
+def _literal_text(rx: str) -> list[str]:
+    return [_ESCAPED.sub(r"\1", p) for p in _HOLE.split(rx)]
+
+
+def _type_agrees(site: Site, short: str | None) -> bool:
+    if short is None:  # a log line: log calls and the argument parser print those
+        return site.kind in ("log.error", "log.warning", "parser.error")
+    return site.exc_type == short
+
+
+def _sglang_path(file: str | None) -> str:
+    if not file:
+        return ""
+    at = file.replace("\\", "/").rfind("sglang/")
+    return file[at:] if at >= 0 else ""
+
+
+def _place_bonus(site: Site, place: tuple[str, str]) -> float:
+    file, function = place
+    if not file:
+        return 0.0
+    if file != site.file:
+        return -0.05
+    return 0.05 if function and site.function.rsplit(".", 1)[-1] == function else 0.02
+
+
+def _match(site: Site, text: str, cut: bool) -> tuple[float, bool] | None:
+    """``(coverage, partial)`` when ``text`` (whitespace removed) fits the template: its
+    literal pieces in order, anchored where the template starts/ends with a literal. A cut
+    text may stop anywhere; coverage is the share of literal characters it showed."""
+    pieces = site.pieces
+    pos = 0
+    matched = 0
+    for k, piece in enumerate(pieces):
+        anchored = k == 0 and site.starts_literal
+        at = (0 if text.startswith(piece) else -1) if anchored else text.find(piece, pos)
+        if at < 0:
+            if not cut:
+                return None
+            rest = text[pos:]
+            if anchored and not piece.startswith(rest):
+                return None
+            matched += len(rest) if anchored else _shown_prefix(piece, rest)
+            if matched < MIN_PARTIAL_CHARS:
+                return None
+            return matched / max(site.literal_chars, 1), True
+        pos = at + len(piece)
+        matched += len(piece)
+    if site.ends_literal and pieces and not text.endswith(pieces[-1]):
+        return None
+    if not pieces and text:
+        return None
+    return 1.0, False
+
+
+def match_traceback(tb: Traceback) -> SiteMatch | None:
+    """The site that raised ``tb``'s final exception, from its type, message and raising frame."""
+    frame = tb.raising_frame
+    return site_index().lookup(tb.exc_type, tb.message, file=frame.file if frame else None,
+                               function=frame.function if frame else None,
+                               source=frame.source if frame else None,
+                               cut=tb.message_truncated or tb.ends_input)
+
+
+def _shown_prefix(piece: str, rest: str) -> int:
+    """How much of ``piece`` a cut text ends with, after whatever filled the hole before it:
+    found by its first characters, then checked to run to the end of the text."""
+    head = piece[:MIN_PARTIAL_CHARS]
+    at = rest.find(head)
+    while at >= 0:
+        if piece.startswith(rest[at:]):
+            return len(rest) - at
+        at = rest.find(head, at + 1)
+    # the text stopped inside the piece's first characters
+    return next((k for k in range(min(len(head), len(rest)), 3, -1) if head.startswith(rest[-k:])), 0)
+
+
+@cache
+def site_index() -> SiteIndex:
+    """The bundled index, read on first use (a few MB of JSON: only when a traceback needs it)."""
+    raw = resources.files("logforensics").joinpath("data/sglang_sites.json.gz").read_bytes()
+    data = json.loads(gzip.decompress(raw))
+    keys = data.get("keys")
+    return SiteIndex(data["releases"], data["sites"], keys)
+
+
+# — what a site stands for: its home's root cause (data/site_categories.toml) ——————————————
+
+
+@dataclass(frozen=True, slots=True)
+class Category:
+    id: str
+    what: str
+    fix: str
+    phase: str | None
+    keys: tuple[tuple[str, re.Pattern[str]], ...]
+
+    def claims(self, site: Site) -> bool:
+        values = {"file": site.file, "function": site.function, "kind": site.kind,
+                  "text": " ".join(_literal_text(site.regex) + list(site.conditions))}
+        return all(rx.search(values[key]) for key, rx in self.keys)
+
+
+def _data_toml(name: str) -> dict:
+    import tomllib
+
+    return tomllib.loads(resources.files("logforensics").joinpath(f"data/{name}").read_text())
+
+
+@cache
+def categories() -> tuple[Category, ...]:
+    return tuple(
+        Category(c["id"], c["what"], c["fix"], c.get("phase"),
+                 tuple((k, re.compile(c[k])) for k in ("file", "function", "text", "kind") if k in c))
+        for c in _data_toml("site_categories.toml")["category"])
+
+
+def category_of(site: Site) -> Category | None:
+    """The first category whose rule claims ``site`` (None: its home has no category)."""
+    return next((c for c in categories() if c.claims(site)), None)
+
+
+@cache
+def _packages() -> tuple[tuple[re.Pattern[str], str, str], ...]:
+    return tuple((re.compile(rf"(?:^|[/\\])(?:{p['name']})[/\\.]" if p["name"] != "*" else r""), p["name"],
+                  p["meaning"]) for p in _data_toml("frame_packages.toml")["package"])
+
+
+def frame_package(file: str | None) -> tuple[str, str] | None:
+    """``(package, what its failures usually mean)`` for a raising frame's file."""
+    if not file:
+        return None
+    path = file.replace("\\", "/")
+    for marker in ("site-packages/", "dist-packages/"):
+        at = path.rfind(marker)
+        if at >= 0:
+            path = path[at + len(marker):]
+            break
+    else:
+        if "sglang/" in path:
+            path = path[path.rfind("sglang/"):]
+    for rx, name, meaning in _packages():
+        m = rx.search(path) if name != "*" else None
+        if m is not None or name == "*":
+            package = path.split("/", 1)[0].split(".", 1)[0] if name == "*" or "|" in name else name
+            return package or name, meaning
+    return None
+
+
+# — a site's conditions in plain words ——————————————————————————————————————————————
+
+_OPS = {"Eq": "is", "NotEq": "is not", "Lt": "is below", "LtE": "is at most", "Gt": "is above",
+        "GtE": "is at least", "In": "is one of", "NotIn": "is not one of", "Is": "is", "IsNot": "is not"}
+_INVERSE = {"Eq": "NotEq", "NotEq": "Eq", "Lt": "GtE", "GtE": "Lt", "Gt": "LtE", "LtE": "Gt",
+            "In": "NotIn", "NotIn": "In", "Is": "IsNot", "IsNot": "Is"}
+_OWNER = re.compile(r"\b(?:self\.server_args|self\.config|server_args|self)\.")
+
+
+def plain_condition(conditions: tuple[str, ...] | list[str]) -> str:
+    """What held when the site fired, in words: the enclosing tests joined by "and"
+    (``self.tp_size % self.pp_size != 0`` → "tp_size is not a multiple of pp_size")."""
+    import ast
+
+    words = []
+    for cond in conditions:
+        try:
+            node = ast.parse(_OWNER.sub("", cond), mode="eval").body
+        except SyntaxError:
+            words.append(f"`{cond}`")
+            continue
+        words.append(_words(node, False))
+    return " and ".join(w for w in words if w)
+
+
+def _words(node, negate: bool) -> str:
+    import ast
+
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _words(node.operand, not negate)
+    if isinstance(node, ast.BoolOp):
+        joiner = " and " if isinstance(node.op, ast.And) != negate else " or "
+        return joiner.join(_words(v, negate) for v in node.values)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        op = type(node.ops[0]).__name__
+        op = _INVERSE[op] if negate else op
+        left, right = node.left, node.comparators[0]
+        if isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod) \
+                and isinstance(right, ast.Constant) and right.value == 0 and op in ("Eq", "NotEq"):
+            verb = "is a multiple of" if op == "Eq" else "is not a multiple of"
+            return f"{ast.unparse(left.left)} {verb} {ast.unparse(left.right)}"
+        if isinstance(right, ast.Constant) and right.value is None:
+            return f"{ast.unparse(left)} {'is not set' if op == 'Is' else 'is set'}"
+        return f"{ast.unparse(left)} {_OPS[op]} {ast.unparse(right)}"
+    text = ast.unparse(node)
+    if isinstance(node, ast.Name | ast.Attribute):
+        return f"{text} is {'off' if negate else 'on'}"
+    return f"not {text}" if negate else text
