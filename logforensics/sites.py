@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import threading
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -57,14 +58,15 @@ class Site:
     ends_literal: bool = field(compare=False)
 
     @classmethod
-    def from_dict(cls, d: dict) -> Site:
-        rx = d.get("re", "")
+    def from_columns(cls, cols: dict[str, list[str]], i: int) -> Site:
+        rx = cols["re"][i]
         raw = [_ESCAPED.sub(r"\1", p) for p in _HOLE.split(rx)]
         return cls(
-            kind=d["k"], exc_type=d.get("t", ""), regex=rx, file=d["f"], function=d["fn"],
-            conditions=tuple(d.get("c", ())), flags=tuple(d.get("flags", ())),
-            env=tuple(d.get("env", ())), args=tuple(d.get("args", ())),
-            releases=tuple((a, b) for a, b in d["r"]),
+            kind=cols["k"][i], exc_type=cols["t"][i], regex=rx, file=cols["f"][i], function=cols["fn"][i],
+            conditions=tuple(c for c in cols["c"][i].split("\n") if c),
+            flags=tuple(cols["flags"][i].split()), env=tuple(cols["env"][i].split()),
+            args=tuple(cols["args"][i].split()),
+            releases=tuple(tuple(r.split("/", 1)) for r in cols["r"][i].split()),  # type: ignore[misc]
             pieces=tuple(p for p in (_squash(x) for x in raw) if p),
             starts_literal=bool(raw) and raw[0] != "", ends_literal=bool(raw) and raw[-1] != "",
         )
@@ -112,43 +114,73 @@ class SiteMatch:
         return (min((a for a, _ in ranges), key=_vt), max((b for _, b in ranges), key=_vt))
 
 
-def filing_keys(raw: list[dict]) -> dict[str, list[int]]:
+COLUMNS = ("k", "t", "re", "f", "fn", "c", "flags", "env", "args", "r")
+
+
+def to_columns(records: list[dict]) -> dict[str, list[str]]:
+    """Site records (``tools/index_sglang.py``'s) as one list of strings per field: JSON of
+    flat string lists reads several times faster than one object per site. Conditions are
+    joined by newlines, names by spaces, release ranges as ``first/last`` by spaces."""
+    def flat(d: dict, key: str) -> str:
+        value = d.get(key, "")
+        if key == "c":
+            return "\n".join(value)
+        if key == "r":
+            return " ".join(f"{a}/{b}" for a, b in value)
+        return " ".join(value) if isinstance(value, list) else value
+
+    return {key: [flat(d, key) for d in records] for key in COLUMNS}
+
+
+def filing_keys(regexes: list[str]) -> dict[str, str]:
     """Each template's two rarest words among its first literal words (a cut message keeps
-    those), mapped to the sites filed under them. ``tools/index_sglang.py`` stores this with
-    the data so that loading does not redo it."""
-    words_of = [list(dict.fromkeys(_WORD.findall(" ".join(_literal_text(d.get("re", "")))))) for d in raw]
+    those) → the sites filed under them, as space-separated indices (parsed per word when a
+    lookup needs it). ``tools/index_sglang.py`` stores this with the data."""
+    words_of = [list(dict.fromkeys(_WORD.findall(" ".join(_literal_text(rx))))) for rx in regexes]
     df: dict[str, int] = {}
     for words in words_of:
         for w in words:
             df[w] = df.get(w, 0) + 1
-    keys: dict[str, list[int]] = {}
-    for i, words in enumerate(words_of):
-        if sum(map(len, (_squash(p) for p in _literal_text(raw[i].get("re", ""))))) < MIN_LITERAL_CHARS:
+    keys: dict[str, list[str]] = {}
+    for i, (rx, words) in enumerate(zip(regexes, words_of, strict=True)):
+        if sum(len(_squash(p)) for p in _literal_text(rx)) < MIN_LITERAL_CHARS:
             continue
         for w in sorted(words[:8], key=lambda w: (df[w], -len(w)))[:KEYS_PER_TEMPLATE]:
-            keys.setdefault(w, []).append(i)
-    return keys
+            keys.setdefault(w, []).append(str(i))
+    return {w: " ".join(ids) for w, ids in keys.items()}
 
 
 class SiteIndex:
-    """The sites, filed for lookup. A ``Site`` is built from its raw record only when a
-    lookup checks it; ``candidates_checked`` counts that work."""
+    """The sites, filed for lookup. A ``Site`` is built from its columns only when a lookup
+    checks it; ``candidates_checked`` counts that work."""
 
-    def __init__(self, releases: list[str], raw: list[dict], keys: dict[str, list[int]] | None = None):
+    def __init__(self, releases: list[str], columns: dict[str, list[str]], keys: dict[str, str] | None = None):
         self.releases = releases
-        self.raw = raw
-        self.postings = keys if keys is not None else filing_keys(raw)
+        self.columns = columns
+        self.keys = keys if keys is not None else filing_keys(columns["re"])
         self.candidates_checked = 0
         self._sites: dict[int, Site] = {}
+        self._postings: dict[str, list[int]] = {}
         self._by_place: dict[tuple[str, str], list[int]] | None = None
 
+    @classmethod
+    def from_records(cls, releases: list[str], records: list[dict]) -> SiteIndex:
+        return cls(releases, to_columns(records))
+
     def __len__(self) -> int:
-        return len(self.raw)
+        return len(self.columns["re"])
 
     def site(self, i: int) -> Site:
         found = self._sites.get(i)
         if found is None:
-            found = self._sites[i] = Site.from_dict(self.raw[i])
+            found = self._sites[i] = Site.from_columns(self.columns, i)
+        return found
+
+    def posting(self, word: str) -> list[int]:
+        """The sites filed under ``word``."""
+        found = self._postings.get(word)
+        if found is None:
+            found = self._postings[word] = [int(i) for i in self.keys.get(word, "").split()]
         return found
 
     @property
@@ -156,8 +188,8 @@ class SiteIndex:
         """Sites by (file, function name): a bare assert is found through its frame."""
         if self._by_place is None:
             self._by_place = {}
-            for i, d in enumerate(self.raw):
-                self._by_place.setdefault((d["f"], d["fn"].rsplit(".", 1)[-1]), []).append(i)
+            for i, (file, function) in enumerate(zip(self.columns["f"], self.columns["fn"], strict=True)):
+                self._by_place.setdefault((file, function.rsplit(".", 1)[-1]), []).append(i)
         return self._by_place
 
     def lookup(self, exc_type: str | None, message: str, file: str | None = None,
@@ -178,7 +210,7 @@ class SiteIndex:
         scored: list[tuple[float, tuple, SiteMatch]] = []
         seen: set[int] = set()
         for w in dict.fromkeys(_WORD.findall(text)):
-            for i in self.postings.get(w, ()):
+            for i in self.posting(w) if w in self.keys else ():
                 if i in seen:
                     continue
                 seen.add(i)
@@ -309,13 +341,24 @@ def _shown_prefix(piece: str, rest: str) -> int:
     return next((k for k in range(min(len(head), len(rest)), 3, -1) if head.startswith(rest[-k:])), 0)
 
 
-@cache
+_LOADED: list[SiteIndex] = []
+_LOADING = threading.Lock()
+
+
 def site_index() -> SiteIndex:
     """The bundled index, read on first use (a few MB of JSON: only when a traceback needs it)."""
-    raw = resources.files("logforensics").joinpath("data/sglang_sites.json.gz").read_bytes()
-    data = json.loads(gzip.decompress(raw))
-    keys = data.get("keys")
-    return SiteIndex(data["releases"], data["sites"], keys)
+    with _LOADING:
+        if not _LOADED:
+            raw = resources.files("logforensics").joinpath("data/sglang_sites.json.gz").read_bytes()
+            data = json.loads(gzip.decompress(raw))
+            _LOADED.append(SiteIndex(data["releases"], data["columns"], data["keys"]))
+        return _LOADED[0]
+
+
+def load_in_background() -> None:
+    """Read the index on a daemon thread now, so that a live watcher reports the first
+    unexplained traceback the moment it is complete rather than after the read."""
+    threading.Thread(target=site_index, name="logx-site-index", daemon=True).start()
 
 
 # — what a site stands for: its home's root cause (data/site_categories.toml) ——————————————

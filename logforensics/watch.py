@@ -49,7 +49,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from . import staleness
+from . import sites, staleness
 from .analysis import Analyzer, Options, run_facts
 from .catalog import Catalog, load_catalog
 from .errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
@@ -1089,6 +1089,7 @@ def watch(source: str = "-", options: WatchOptions | None = None, *,
         if value is not None and value <= 0:
             raise ValueError(f"--{name} must be a positive number of seconds")
     catalog = catalog or load_catalog()
+    sites.load_in_background()
     path = None if source == "-" else source
     monitor = ProcessMonitor(path, options.pid, options.use_sidecar)
     context = None

@@ -39,7 +39,7 @@ def sample() -> list[tuple[str, Site]]:
     """Every Nth raise/assert site of each release (deterministic), one-line templates that
     the index files (enough literal text to name a site)."""
     index = site_index()
-    indexed = sorted({i for ids in index.postings.values() for i in ids})
+    indexed = sorted({i for w in index.keys for i in index.posting(w)})
     out = []
     for version in RELEASES:
         eligible = [s for s in map(index.site, indexed) if s.kind in ("raise", "assert")
@@ -102,7 +102,7 @@ def test_lookup_checks_few_candidates():
 
 
 def make_index(*sites: dict) -> SiteIndex:
-    return SiteIndex(["0.5.1", "0.5.2"], list(sites))
+    return SiteIndex.from_records(["0.5.1", "0.5.2"], list(sites))
 
 
 SPEC = {"k": "raise", "t": "ValueError", "f": "sglang/srt/server_args.py", "fn": "ServerArgs.check",
@@ -146,8 +146,8 @@ def test_conditions_read_as_plain_words():
 
 def test_categories_come_from_the_sites_home():
     def site(file, fn="f", text="bad value", kind="raise"):
-        return Site.from_dict({"k": kind, "t": "ValueError", "f": file, "fn": fn, "re": text,
-                               "r": [["0.5.1", "0.5.1"]]})
+        record = {"k": kind, "t": "ValueError", "f": file, "fn": fn, "re": text, "r": [["0.5.1", "0.5.1"]]}
+        return SiteIndex.from_records(["0.5.1"], [record]).site(0)
     assert category_of(site("sglang/srt/server_args.py")).id == "server_args_invalid"
     assert category_of(site("sglang/srt/configs/model_config.py")).id == "model_config_invalid"
     assert category_of(site("sglang/srt/utils/hf_transformers_utils.py", "get_tokenizer")).id == \

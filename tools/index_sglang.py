@@ -31,7 +31,7 @@ from pathlib import Path
 from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from logforensics.sites import filing_keys  # noqa: E402  (how logx files the templates)
+from logforensics.sites import filing_keys, to_columns  # noqa: E402  (how logx files the templates)
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "sglang-wheels"
@@ -387,8 +387,8 @@ def build(versions: list[str], cache: Path) -> dict:
         site["r"] = ranges(sorted(seen_in[key]), versions)
         sites.append({k: v for k, v in site.items() if v not in ([], "")})
     sites.sort(key=lambda s: (s["f"], s["fn"], s.get("re", "")))
-    return {"releases": versions, "site_count_all_releases": total, "sites": sites,
-            "keys": filing_keys(sites)}
+    return {"releases": versions, "site_count_all_releases": total, "columns": to_columns(sites),
+            "keys": filing_keys([s.get("re", "") for s in sites])}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -403,9 +403,10 @@ def main(argv: list[str] | None = None) -> int:
     payload = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
     with open(ns.out, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, compresslevel=9) as gz:
         gz.write(payload)
-    templates = {(s.get("t"), s.get("re")) for s in data["sites"]}
+    cols = data["columns"]
+    templates = set(zip(cols["t"], cols["re"], strict=True))
     print(f"{len(versions)} releases, {data['site_count_all_releases']} sites in all, "
-          f"{len(data['sites'])} distinct sites, {len(templates)} unique templates, "
+          f"{len(cols['re'])} distinct sites, {len(templates)} unique templates, "
           f"{ns.out.stat().st_size} bytes -> {ns.out}", file=sys.stderr)
     return 0
 
