@@ -177,3 +177,72 @@ def find_processes(pattern: str) -> list[ProcessInfo]:
         if info is not None and info.alive and pattern in info.command_line:
             found.append(info)
     return found
+
+
+def std_streams(pid: int) -> dict[int, tuple[str, tuple[int, int]]]:
+    """Where a process's stdout and stderr go: fd -> (path as the kernel shows it, (dev, inode))."""
+    out = {}
+    for fd in (1, 2):
+        link = f"{PROC}/{pid}/fd/{fd}"
+        try:
+            target = os.readlink(link)
+            st = os.stat(link)
+        except OSError:
+            continue
+        out[fd] = (target, (st.st_dev, st.st_ino))
+    return out
+
+
+def holds_file(pid: int, log_id: tuple[int, int]) -> bool | None:
+    """Whether ``pid`` has the file ``log_id`` open on any descriptor (None: cannot tell)."""
+    base = f"{PROC}/{pid}/fd"
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return None
+    for name in names:
+        try:
+            st = os.stat(f"{base}/{name}")
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == log_id:
+            return True
+    return False
+
+
+def processes_writing(log_id: tuple[int, int]) -> set[int]:
+    """PIDs whose stdout or stderr is the file ``log_id`` (dev, inode). Unreadable ones are skipped."""
+    me = os.getpid()
+    found = set()
+    try:
+        names = os.listdir(PROC)
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        for fd in (1, 2):
+            try:
+                st = os.stat(f"{PROC}/{name}/fd/{fd}")
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == log_id:
+                found.add(int(name))
+                break
+    return found
+
+
+def related(a: int, b: int) -> bool:
+    """``a`` and ``b`` are the same process or one is an ancestor of the other (live processes)."""
+    return a == b or b in ancestors(a) or a in ancestors(b)
+
+
+def ancestors(pid: int) -> list[int]:
+    out = []
+    for _ in range(64):
+        info = process_info(pid)
+        if info is None or not info.ppid or info.ppid <= 1:
+            break
+        pid = info.ppid
+        out.append(pid)
+    return out

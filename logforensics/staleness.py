@@ -46,7 +46,15 @@ from .dialects import DEFAULT, DIALECTS, Dialect
 from .findings import Evidence, Finding, rank
 from .launcher import Sidecar, read_sidecar
 from .lines import parse_timestamp
-from .procinfo import ProcessInfo, find_processes, process_info
+from .procinfo import (
+    ProcessInfo,
+    find_processes,
+    holds_file,
+    process_info,
+    processes_writing,
+    related,
+    std_streams,
+)
 
 if TYPE_CHECKING:
     from .report import Report
@@ -435,16 +443,16 @@ class _Assessment:
     def _with_fds(self, s: _Subject) -> _Subject:
         if not s.alive:
             return s
-        s.writes_to = sorted({t for t, _ in _fd_files(s.pid).values()})
+        s.writes_to = sorted({t for t, _ in std_streams(s.pid).values()})
         if self.log_id is not None:
-            s.writes_log = _holds(s.pid, self.log_id)
+            s.writes_log = holds_file(s.pid, self.log_id)
         return s
 
     def _plausible_printed(self, info: ProcessInfo | None) -> tuple[bool, str | None]:
         """Is the live process behind a printed PID the one that printed it (not a reused PID)?"""
         if info is None or not info.alive:
             return False, None
-        if self.log_id is not None and _holds(info.pid, self.log_id):
+        if self.log_id is not None and holds_file(info.pid, self.log_id):
             return True, None
         start = _epoch(info.start_time)
         if start is None:
@@ -462,7 +470,7 @@ class _Assessment:
         """A live process whose stdout/stderr is this very file (the root one of a process tree)."""
         if self.log_id is None:
             return None
-        pids = _processes_writing(self.log_id)
+        pids = processes_writing(self.log_id)
         if not pids:
             return None
         infos = [i for i in (process_info(p) for p in pids) if i is not None and i.alive]
@@ -560,9 +568,9 @@ class _Assessment:
         if subject is not None and subject.source in ("--pid", "sidecar") and self.run is not None \
                 and not self.pid_missing:
             printed = list(self.run.pids)
-            if printed and subject.pid not in printed and not any(_related(p, subject.pid) for p in printed):
+            if printed and subject.pid not in printed and not any(related(p, subject.pid) for p in printed):
                 names = ", ".join(map(str, printed))
-                owners = [p for p in printed if self.log_id is not None and _holds(p, self.log_id)]
+                owners = [p for p in printed if self.log_id is not None and holds_file(p, self.log_id)]
                 if owners:
                     reasons.append(f"the log is written by pid {', '.join(map(str, owners))} (alive, another "
                                    f"process), not by pid {subject.pid}")
@@ -900,75 +908,6 @@ def _end_text(sc: Sidecar) -> str:
     return text
 
 
-def _fd_files(pid: int) -> dict[int, tuple[str, tuple[int, int]]]:
-    """Where a process's stdout and stderr go: fd -> (path as the kernel shows it, (dev, inode))."""
-    out = {}
-    for fd in (1, 2):
-        link = f"/proc/{pid}/fd/{fd}"
-        try:
-            target = os.readlink(link)
-            st = os.stat(link)
-        except OSError:
-            continue
-        out[fd] = (target, (st.st_dev, st.st_ino))
-    return out
-
-
-def _holds(pid: int, log_id: tuple[int, int]) -> bool | None:
-    """Whether ``pid`` has the file ``log_id`` open on any descriptor (None: cannot tell)."""
-    base = f"/proc/{pid}/fd"
-    try:
-        names = os.listdir(base)
-    except OSError:
-        return None
-    for name in names:
-        try:
-            st = os.stat(f"{base}/{name}")
-        except OSError:
-            continue
-        if (st.st_dev, st.st_ino) == log_id:
-            return True
-    return False
-
-
-def _processes_writing(log_id: tuple[int, int]) -> set[int]:
-    """PIDs whose stdout or stderr is the file ``log_id`` (dev, inode). Unreadable ones are skipped."""
-    me = os.getpid()
-    found = set()
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return found
-    for name in names:
-        if not name.isdigit() or int(name) == me:
-            continue
-        for fd in (1, 2):
-            try:
-                st = os.stat(f"/proc/{name}/fd/{fd}")
-            except OSError:
-                continue
-            if (st.st_dev, st.st_ino) == log_id:
-                found.add(int(name))
-                break
-    return found
-
-
-def _related(a: int, b: int) -> bool:
-    """``a`` and ``b`` are the same process or one is an ancestor of the other (live processes)."""
-    return a == b or b in _ancestors(a) or a in _ancestors(b)
-
-
-def _ancestors(pid: int) -> list[int]:
-    out = []
-    for _ in range(64):
-        info = process_info(pid)
-        if info is None or not info.ppid or info.ppid <= 1:
-            break
-        pid = info.ppid
-        out.append(pid)
-    return out
-
-
 def _live_servers(owners: set[int], limit: int = 5) -> list[dict[str, Any]]:
     """Inference-server processes (of every dialect) alive now (root processes of each tree),
     with where they write: only those of the users in ``owners`` (this user, the log's owner),
@@ -986,7 +925,7 @@ def _live_servers(owners: set[int], limit: int = 5) -> list[dict[str, Any]]:
         start = _epoch(p.start_time)
         d: dict[str, Any] = {"pid": p.pid, "started_at": _iso(start), "age_s": _age(time.time(), start),
                              "command": p.command_line[:200]}
-        targets = sorted({t for t, _ in _fd_files(p.pid).values()})
+        targets = sorted({t for t, _ in std_streams(p.pid).values()})
         if targets:
             d["writes_to"] = targets
         out.append(d)

@@ -10,7 +10,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from conftest import wait_for
 
-from logforensics.procinfo import ProcessInfo, find_processes, process_info
+from logforensics.procinfo import (
+    ProcessInfo,
+    ancestors,
+    find_processes,
+    holds_file,
+    process_info,
+    processes_writing,
+    related,
+    std_streams,
+)
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
 
@@ -110,3 +119,23 @@ def test_vanished_mid_read_is_not_alive(run_python, monkeypatch):
     monkeypatch.setattr(pi, "_read_bytes", racing_read)
     info = process_info(p.pid)
     assert info is not None and info.alive is False
+
+
+def test_where_a_process_writes_and_what_it_holds(tmp_path, popen):
+    """The file identity checks the stale-log detector asks: which processes write a log
+    (stdout/stderr), whether one holds it open, and how two processes are related."""
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        child = popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"],
+                      stdout=out, stderr=out)
+    st = log.stat()
+    log_id = (st.st_dev, st.st_ino)
+    assert wait_for(lambda: child.pid in processes_writing(log_id))
+    assert std_streams(child.pid)[1][1] == log_id and std_streams(child.pid)[1][0] == str(log)
+    assert holds_file(child.pid, log_id) is True
+    assert holds_file(os.getpid(), log_id) is False
+    assert holds_file(2**22 + 12345, log_id) is None  # no such process: cannot tell
+    assert os.getpid() in ancestors(child.pid)
+    assert related(child.pid, os.getpid()) and related(os.getpid(), child.pid) and related(child.pid, child.pid)
+    assert os.getpid() not in processes_writing(log_id)
+
