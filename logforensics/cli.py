@@ -31,7 +31,8 @@ from .errors import (
     RunNotFoundError,
     SourceError,
 )
-from .report import render, unreadable_json
+from .render.report import render
+from .report import unreadable_json
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Read LLM inference-server logs (SGLang first): what the run reached, "
@@ -195,7 +196,8 @@ def status_cmd(
 
 
 def _status(logs: list[str], options: Options, catalog, as_json: bool, width: int | None) -> int:
-    from .staleness import render_status, status_json
+    from .render.status import render_status
+    from .staleness import status_json
 
     console = make_console(width)
     payloads, worst = [], EXIT_OK

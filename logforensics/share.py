@@ -30,7 +30,8 @@ from .lines import visible_text
 from .memory import build_ledger, ledger_lines, ledger_table
 from .pipeline import Source, raw_lines
 from .redact import Redactor, Replacement
-from .report import Report, phase_timeline, shown_args
+from .render.report import phase_timeline, shown_args
+from .report import Report
 from .runs import Run
 
 SCHEMA = "logx.share/1"

@@ -37,11 +37,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Group
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
-
 from .dialects import DEFAULT, DIALECTS, Dialect
 from .findings import Evidence, Finding, rank
 from .launcher import Sidecar, read_sidecar
@@ -69,9 +64,6 @@ STARTUP_WINDOW = 2 * 3600.0  # a printed PID's process started at most this long
 SIDECAR_START_WINDOW = (-5.0, 30.0)  # server start relative to the sidecar's started_at (PID reuse check)
 SIDECAR_AFTER_END = 10.0  # log writes this long after the sidecar's server ended come from someone else
 EVIDENCE_TAIL = 5
-_STATE_STYLE = {"FRESH": "bold green", "STALE": "bold yellow", "EMPTY": "bold yellow",
-                "SILENT": "bold red", "DEAD": "bold red"}
-
 # — public data types ————————————————————————————————————————————————————————————————
 
 
@@ -107,26 +99,6 @@ class Status:
             "facts": self.facts,
             "findings": [f.id for f in self.findings],
         }
-
-    def render_text(self) -> Group:
-        """The status block shown under the verdict (one dim line when nothing was verified)."""
-        head = Text.assemble(("Log: ", "bold"), (self.state, _STATE_STYLE.get(self.state, "bold")))
-        pid_missing = self.facts.get("process", {}).get("exists") is False  # --pid of no process
-        if self.state == "FRESH" and not self.verified and not self.findings and not pid_missing:
-            head.append(" (unverified: no --pid, --since or sidecar to check against; nothing in the file "
-                        "contradicts it)", style="dim")
-            return Group(head, *(Text(f"  • {r}", style="dim") for r in self.reasons
-                                 if not r.startswith("unverified:")))
-        head.append("  (verified)" if self.verified else "  (unverified)",
-                    style="green" if self.verified else "dim")
-        table = Table.grid(padding=(0, 1))
-        table.add_column(no_wrap=True, style="dim")
-        table.add_column(overflow="fold")
-        for reason in self.reasons:
-            table.add_row("•", escape(reason))
-        for label, text in _fact_lines(self.facts):
-            table.add_row(label, escape(text))
-        return Group(head, table)
 
 
 # — entry points ————————————————————————————————————————————————————————————————————
@@ -210,22 +182,6 @@ def status_json(report: Report) -> dict[str, Any]:
         "status": status.to_dict() if status is not None else None,
         "findings": [f.to_dict() for f in (status.findings if status is not None else [])],
     }
-
-
-def render_status(report: Report) -> Group:
-    """The short text of ``logx status``: the verdict line and the status block."""
-    verdict = report.verdict
-    line = Text.assemble((report.file, "bold underline"), ("  verdict: ", "bold"), (verdict.upper(), "bold"))
-    if report.primary is not None:
-        line.append(f" — {report.primary.title} ", style="bold")
-        line.append(f"[{report.primary.id}]", style="dim")
-    if report.runs:
-        explained = report.run.index if report.run else "none"
-        line.append(f"  (run {explained} of {len(report.runs)})", style="dim")
-    parts: list = [line]
-    if report.status is not None:
-        parts.append(report.status.render_text())
-    return Group(*parts)
 
 
 _SINCE_UNITS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "mins": 60,
@@ -348,7 +304,7 @@ class _Assessment:
             self.facts["clock_skew_s"] = round(skew)
             hours = skew / 3600
             tz = " (a timezone difference?)" if abs(hours - round(hours)) < 0.05 else ""
-            self.facts["clock_note"] = (f"the log's last timestamp is {_dur(skew)} after the file was last "
+            self.facts["clock_note"] = (f"the log's last timestamp is {duration(skew)} after the file was last "
                                         f"written{tz}: its clock differs from this host's, so log times are "
                                         "not compared")
 
@@ -555,7 +511,7 @@ class _Assessment:
             start, what = ref
             if self.is_last and self.mtime is not None and self.mtime < start - TOLERANCE:
                 written_after = False
-                reasons.append(f"the file was last written {_iso(self.mtime)}, {_dur(start - self.mtime)} "
+                reasons.append(f"the file was last written {_iso(self.mtime)}, {duration(start - self.mtime)} "
                                f"before the run of interest started ({what})")
             if self.ts_reliable and self.last_ts is not None and self.last_ts < start - TOLERANCE:
                 written_after = False
@@ -563,7 +519,7 @@ class _Assessment:
                 if self.is_last and self.mtime is not None and self.mtime >= start - TOLERANCE:
                     extra = (" (the file changed after that: anything newer has no timestamps — see its "
                              "last lines)")
-                reasons.append(f"its last timestamp {_iso(self.last_ts)} is {_dur(start - self.last_ts)} "
+                reasons.append(f"its last timestamp {_iso(self.last_ts)} is {duration(start - self.last_ts)} "
                                f"before the run of interest started ({what}){extra}")
         if subject is not None and subject.source in ("--pid", "sidecar") and self.run is not None \
                 and not self.pid_missing:
@@ -583,7 +539,7 @@ class _Assessment:
                 and self.mtime is not None and self.is_last and self.mtime < subject.start - TOLERANCE
                 and (self.last_ts is None or not self.ts_reliable or self.last_ts < subject.start - TOLERANCE)):
             reasons.append(f"pid {subject.pid}, which has this log open, started {_iso(subject.start)}: "
-                           f"{_dur(subject.start - self.mtime)} after the file was last written — it has "
+                           f"{duration(subject.start - self.mtime)} after the file was last written — it has "
                            "written nothing since, the content is an earlier run's")
         if subject is not None and subject.alive and subject.writes_log is False and subject.writes_to and reasons:
             reasons.append(f"pid {subject.pid} writes to {', '.join(subject.writes_to)}")
@@ -605,14 +561,14 @@ class _Assessment:
             age = self.now - subject.start if subject.start is not None else None
             if age is not None and age < self.silence:
                 self.reasons.append(f"{what}, but pid {subject.pid} ({subject.source}) started only "
-                                    f"{_dur(age)} ago: no output yet")
+                                    f"{duration(age)} ago: no output yet")
                 return self._status("FRESH", True)
             if subject.writes_log:
                 quiet = self.now - max(x for x in (self.mtime, subject.start, 0.0) if x is not None)
                 self.facts["quiet_for_s"] = round(quiet)
                 if quiet > self.silence:
                     self.reasons.append(f"pid {subject.pid} is alive and writes to this log, but has written "
-                                        f"nothing in {_dur(quiet)}")
+                                        f"nothing in {duration(quiet)}")
                     return self._status("SILENT", True, [self._hang_finding(subject, quiet)])
                 self.reasons.append(f"{what}; pid {subject.pid} is alive and writes to it")
                 return self._status("FRESH", True)
@@ -647,11 +603,11 @@ class _Assessment:
                                 f"{', '.join(s.writes_to) or 'no file'}): this log's writer is not known")
             return self._status("FRESH", False)
         if quiet is not None and quiet > self.silence and run is not None and not run.ready and self.is_last:
-            self.reasons.append(f"pid {s.pid} ({s.source}) is alive but the log has not grown for {_dur(quiet)} "
-                                f"(threshold {_dur(self.silence)}); it stopped in phase {run.phase}")
+            self.reasons.append(f"pid {s.pid} ({s.source}) is alive but the log has not grown for {duration(quiet)} "
+                                f"(threshold {duration(self.silence)}); it stopped in phase {run.phase}")
             return self._status("SILENT", True, [self._hang_finding(s, quiet)])
         state = "serving" if run is not None and run.ready else f"starting (phase {run.phase})" if run else "running"
-        tail = f"; last write {_dur(quiet)} ago" if quiet is not None else ""
+        tail = f"; last write {duration(quiet)} ago" if quiet is not None else ""
         self.reasons.append(f"pid {s.pid} ({s.source}) is alive and {state}{tail}")
         return self._status("FRESH", True)
 
@@ -767,12 +723,12 @@ class _Assessment:
     def _hang_finding(self, s: _Subject, quiet: float) -> Finding:
         phase = self.run.phase if self.run is not None else "launch"
         where, todo = self.dialect.facts.hang_hints.get(phase, ("after startup", "check the server's health endpoint"))
-        explanation = (f"pid {s.pid} is alive but the log has not grown for {_dur(quiet)} (threshold "
-                       f"{_dur(self.silence)}) and the server never became ready. It stopped in phase {phase}, "
+        explanation = (f"pid {s.pid} is alive but the log has not grown for {duration(quiet)} (threshold "
+                       f"{duration(self.silence)}) and the server never became ready. It stopped in phase {phase}, "
                        f"{where}.")
         fix = (f"See where it waits: `py-spy dump --pid {s.pid}` (add --native for CUDA/NCCL waits; dump the "
                f"scheduler children too). Then {todo}.")
-        return self._finding("startup_hang", f"Startup hang: alive but silent for {_dur(quiet)} in phase {phase}",
+        return self._finding("startup_hang", f"Startup hang: alive but silent for {duration(quiet)} in phase {phase}",
                              "error", self._tail_evidence() + self._sidecar_evidence(), explanation, fix,
                              {"pid": s.pid, "phase": phase, "quiet_for_s": round(quiet)}, priority=60)
 
@@ -877,7 +833,7 @@ def _age(now: float, epoch: float | None) -> float | None:
     return None if epoch is None else round(now - epoch, 1)
 
 
-def _dur(seconds: float) -> str:
+def duration(seconds: float) -> str:
     """``95 s``, ``12 min``, ``3.5 h``, ``2.0 days``."""
     s = abs(seconds)
     if s < 120:
@@ -932,45 +888,5 @@ def _live_servers(owners: set[int], limit: int = 5) -> list[dict[str, Any]]:
     return out
 
 
-def _fact_lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
-    """The few facts worth a line of text (the JSON has them all)."""
-    out = []
-    if facts.get("source") == "file":
-        text = (f"{facts.get('size_bytes', 0):,} bytes, last written {facts.get('mtime')} "
-                f"({_dur(facts['mtime_age_s'])} ago)")
-        if facts.get("bytes_since_start") is not None:
-            text += f"; {facts['bytes_since_start']:,} bytes since this run started"
-        out.append(("File", text))
-    if facts.get("log_last_time"):
-        out.append(("Log time", f"{facts.get('log_first_time')} → {facts['log_last_time']}"))
-    if facts.get("clock_note"):
-        out.append(("Clock", facts["clock_note"]))
-    p = facts.get("process")
-    if p:
-        text = f"pid {p['pid']} ({p['source']}) {'alive' if p['alive'] else 'not running'}" if p["pid"] else \
-            f"none ({p['source']}): the command never started"
-        if p.get("started_at"):
-            text += f", started {p['started_at']}"
-        if p.get("writes_to"):
-            text += f", writes to {', '.join(p['writes_to'])}"
-        if p.get("command"):
-            text += f": {p['command'][:120]}"
-        out.append(("Process", text))
-        if p.get("note"):
-            out.append(("", p["note"]))
-    sc = facts.get("sidecar")
-    if sc:
-        end = "running" if not sc.get("ended_at") else (
-            f"killed by signal {sc['signal']}" if sc.get("signal") is not None else f"exit code {sc.get('exit_code')}")
-        out.append(("Sidecar", f"{sc.get('path')}: pid {sc.get('pid')}, started {sc.get('started_at')}, {end}"))
-    if facts.get("sidecar_note"):
-        out.append(("Sidecar", facts["sidecar_note"]))
-    if facts.get("since"):
-        out.append(("Since", facts["since"]))
-    if facts.get("pid_note"):
-        out.append(("PIDs", facts["pid_note"]))
-    return out
-
-
 __all__ = ["Context", "Status", "STATES", "STATUS_IDS", "apply", "assess", "parse_since", "prepare",
-           "render_status", "status_json"]
+           "status_json"]

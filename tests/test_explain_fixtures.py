@@ -16,7 +16,7 @@ from rich.console import Console
 
 from logforensics.analysis import Options, explain
 from logforensics.catalog import load_catalog
-from logforensics.report import render
+from logforensics.render.report import render
 from logforensics.serving import FINDING_IDS as SERVING_WARNINGS
 
 FIXTURE_FILES = sorted(FIXTURES.glob("*.log"))

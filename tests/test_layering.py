@@ -71,3 +71,23 @@ def test_no_import_circles():
 def test_the_cycle_finder_finds_a_loop():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+# Modules still holding a text view beside their logic (the rest of the split into render/).
+RICH_OUTSIDE_RENDER = {"logforensics.cli", "logforensics.diff", "logforensics.lint", "logforensics.memory",
+                       "logforensics.watch"}
+
+
+def test_rich_is_imported_only_by_the_text_views():
+    """The stages compute; ``render/`` shows. A new module importing rich outside ``render/``
+    fails here (the set above only shrinks)."""
+    users = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            if any(n == "rich" or n.startswith("rich.") for n in names):
+                users.add(_module_name(path))
+    outside = {u for u in users if not u.startswith("logforensics.render")}
+    assert outside <= RICH_OUTSIDE_RENDER, outside - RICH_OUTSIDE_RENDER
+    assert {"logforensics.render.report", "logforensics.render.status"} <= users

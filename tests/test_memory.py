@@ -35,7 +35,7 @@ from logforensics.memory import (
     suggest_mfs_for_graphs,
     suggest_tp_size,
 )
-from logforensics.report import render
+from logforensics.render.report import render
 
 CATALOG = load_catalog()
 

@@ -1,0 +1,195 @@
+"""The text a person reads of a ``Report`` (``logx explain``): the run summary, the phase
+timeline, the memory ledger and the findings as panels. Rich markup; the caller's
+``Console`` decides colour (a TTY, ``NO_COLOR``) and width.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ..findings import Finding
+from ..memory import build_ledger
+from ..report import Report, serving_json
+from ..runs import PHASES, Run
+from .status import status_block
+
+_STYLE = {"fatal": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
+_VERDICT_STYLE = {"failed": "bold red", "ready": "bold green", "running": "bold cyan",
+                  "stale": "bold yellow", "empty": "bold yellow", "unknown": "bold"}
+
+
+# — text ————————————————————————————————————————————————————————————————————
+
+
+def phase_timeline(run: Run, failed: bool) -> Text:
+    """``args ✓ → weights ✓ → kv_alloc ✗``: the phases the log shows, up to the one reached;
+    ``…`` stands for phases the log does not show (a cut paste)."""
+    text = Text()
+    reached = PHASES.index(run.phase)
+    first = True
+    gap = False
+    for i, phase in enumerate(PHASES[: reached + 1]):
+        last = i == reached
+        if phase not in run.phase_lines and not last:
+            gap = True
+            continue
+        if not first:
+            text.append(" → ", style="dim")
+        if gap:
+            text.append("… → ", style="dim")
+            gap = False
+        first = False
+        mark, style = ("✗", "bold red") if (last and failed) else ("✓", "green")
+        text.append(f"{phase} ", style="bold" if last else "")
+        text.append(mark, style=style)
+    return text
+
+
+def render(report: Report, console: Console, verbose: bool = False) -> None:
+    """Print the report for a person."""
+    console.print(Group(*_sections(report, verbose)))
+
+
+def _sections(report: Report, verbose: bool) -> list:
+    out: list = []
+    run = report.run
+    head = Text.assemble(("logx explain ", "bold"), (report.file, "bold underline"))
+    if len(report.runs) > 1 and run is not None:
+        head.append(f"   run {run.index} of {len(report.runs)} in this file "
+                    f"(lines {run.first_line}–{run.last_line}); "
+                    "earlier runs exist — pick one with --run N", style="dim")
+    out.append(head)
+    verdict = report.verdict
+    line = Text.assemble(("Verdict: ", "bold"), (verdict.upper(), _VERDICT_STYLE[verdict]))
+    if report.primary is not None and verdict not in ("stale", "empty"):  # stale: not this run's cause
+        line.append(f" — {report.primary.title} ", style="bold")
+        line.append(f"[{report.primary.id}]", style="dim")
+    out.append(line)
+    if report.status is not None:
+        out.append(status_block(report.status))
+    if run is None:
+        out.append(Text(f"No lines in the log ({report.lines} lines read)."))
+        out.extend(_finding_panel(i, f) for i, f in enumerate(report.findings, 1))  # e.g. log_empty
+        return out
+    out.append(_run_summary(run, report))
+    ledger = build_ledger(run)
+    if ledger.status == "touched":  # the memory ledger: where each rank's GPU memory went
+        out.append(ledger)
+    if report.memory_untouched:
+        out.append(Text(
+            "GPU memory was never touched: the run stopped in the "
+            f"{report.primary.phase} phase, before any GPU allocation. No memory flag "
+            "(--mem-fraction-static, --context-length, …) will help.", style="bold"))
+    own = getattr(report.status, "findings", None) or []  # the stale-log detector's: always shown
+    shown, symptoms, hidden = split_findings(report.findings, verbose, own)
+    if not report.findings:
+        out.append(Text("No findings: nothing in this run matches a known failure.",
+                        style="green"))
+    for i, finding in enumerate(shown, 1):
+        out.append(_finding_panel(i, finding))
+    for finding in symptoms:
+        line = finding.evidence[0].line if finding.evidence else "?"
+        out.append(Text(f"Also seen (a symptom of the cause above): {finding.title} "
+                        f"[{finding.id}, line {line}]", style="dim"))
+    if hidden:
+        rest = ", ".join(sorted({f.id for f in hidden}))
+        out.append(Text(f"+ {len(hidden)} lower-severity finding(s): {rest} (show with -v)", style="dim"))
+    return out
+
+
+SYMPTOM_PRIORITY = 10  # problems ranked at or below this are symptoms (sigquit, "see above")
+
+
+def split_findings(findings: list[Finding], verbose: bool, always: list[Finding] = ()) -> tuple[list, list, list]:
+    """(shown as panels, one-line symptoms, hidden). The primary root cause and the other
+    real problems get panels; low-priority problems after a cause are one-line symptoms;
+    warnings and info wait for ``-v`` unless nothing else was found. ``always`` (the
+    stale-log detector's findings) are always panels."""
+    if verbose:
+        return list(findings), [], []
+    problems = [f for f in findings if f.is_problem]
+    if not problems:
+        return list(findings), [], []
+    primary = problems[0]
+    panels = [f for f in findings if f is primary or f in always
+              or (f.is_problem and f.priority > SYMPTOM_PRIORITY)]
+    symptoms = [f for f in problems if f not in panels]
+    hidden = [f for f in findings if f not in panels and f not in symptoms]
+    return panels, symptoms, hidden
+
+
+def _run_summary(run: Run, report: Report) -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    version = run.server_version or (f"{run.version_range} (from the log format)" if run.version_range
+                                     else "version not printed in the log")
+    table.add_row(run.dialect.label, escape(version))
+    model = run.model or "unknown"
+    if run.model_class:
+        model += f" ({run.model_class})"
+    table.add_row("Model", escape(model))
+    flags = ", ".join(f"{k}={v}" for k, v in shown_args(run).items())
+    if flags:
+        table.add_row("Flags", escape(flags))
+    table.add_row("Phase", phase_timeline(run, report.primary is not None))
+    when = " → ".join(t for t in (run.started_at, run.ended_at) if t)
+    if when:
+        table.add_row("Time", when)
+    if run.endings:
+        seen: dict[str, int] = {}  # one entry per distinct message (ranks repeat them)
+        for e in run.endings:
+            seen.setdefault(e.line.message[:70], e.number)
+        ends = "; ".join(f"{msg} (line {n})" for msg, n in list(seen.items())[:3])
+        table.add_row("Ended", escape(ends))
+    serving = serving_json(run)
+    if serving:
+        table.add_row("Serving", escape(", ".join(f"{k}={v}" for k, v in serving.items()
+                                                   if v is not None)))
+    return table
+
+
+_QUIET_DEFAULTS = {"dp_size": 1, "pp_size": 1, "ep_size": 1, "nnodes": 1, "page_size": 1}
+
+
+def shown_args(run: Run) -> dict[str, Any]:
+    """The key flags worth a person's attention: set, not a default, not the model again."""
+    out = {}
+    for key, value in run.key_args().items():
+        if value is None or value is False or key in ("model_path", "host"):
+            continue
+        if _QUIET_DEFAULTS.get(key) == value or (key == "served_model_name" and value == run.model):
+            continue
+        if value in ("auto", "None"):
+            continue
+        out[key] = value
+    return out
+
+
+def _finding_panel(i: int, f: Finding) -> Panel:
+    body = Table.grid(padding=(0, 1))
+    body.add_column(style="dim", justify="right", no_wrap=True)
+    body.add_column(overflow="fold")
+    for ev in f.evidence:
+        body.add_row(str(ev.line) if ev.line > 0 else "", Text(ev.text))  # 0: not a log line
+    parts: list = [Text.assemble((f"{i}. {f.severity.upper()}  ", _STYLE[f.severity]),
+                                 (f.title, "bold"))]
+    parts.append(body)
+    if f.traceback is not None and f.traceback.missing:
+        parts.append(Text(f"(traceback incomplete: {', '.join(f.traceback.missing)})",
+                          style="dim"))
+    parts.append(Text.assemble(("Why: ", "bold"), f.explanation))
+    parts.append(Text.assemble(("Fix: ", "bold green"), f.fix))
+    meta = f"{f.id} · phase {f.phase} · confidence {f.confidence:.2f}"
+    if f.occurrences > 1:
+        meta += f" · seen {f.occurrences}×"
+    if f.streams and any(f.streams):
+        meta += f" · {', '.join(s for s in f.streams if s)[:60]}"
+    return Panel(Group(*parts), subtitle=Text(meta, style="dim"), subtitle_align="right",
+                 border_style=_STYLE[f.severity])
