@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from .dialects import DEFAULT, PHASE_RANK, PHASES, Dialect
@@ -129,7 +129,7 @@ class RunTracker:
     def __init__(self, dialect: Dialect = DEFAULT) -> None:
         self.dialect = dialect
         self.runs: list[Run] = []
-        self._last_time = None
+        self._last_time: datetime | None = None
         self._jumped = False  # the clock went backwards since the last run boundary
 
     @property

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,12 +161,13 @@ class Dialect:
         if unknown:
             raise ValueError(f"dialect {self.name}: unknown phase(s) {', '.join(sorted(unknown))}")
 
-    def phase_from_frames(self, locations: list[str], functions: list[str]) -> str | None:
+    def phase_from_frames(self, locations: Sequence[str | None], functions: Sequence[str | None]) -> str | None:
         """The phase named by the innermost frame that names one (``locations``: outermost
-        first); ``"import"`` when the last frames are all module level; else ``None``."""
+        first; ``None`` where a frame has none); ``"import"`` when the last frames are all
+        module level; else ``None``."""
         for location in reversed(locations):
             for phase, rx in self.frame_phases:
-                if rx.search(location):
+                if location and rx.search(location):
                     return phase
         if functions and all(f == "<module>" for f in functions[-3:]):
             return "import"
