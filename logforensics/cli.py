@@ -265,10 +265,13 @@ def patterns_lint(
         "--fixtures", help="Fixture directory that must trigger every pattern.")] = None,
 ) -> None:
     """Check every pattern: loads, regexes compile and are safe, ids unique, and at least
-    one fixture triggers it."""
+    one fixture triggers it (when a fixtures directory is found or given)."""
     from .lint import lint_catalog
 
-    problems = lint_catalog(patterns, fixtures)
+    notes: list[str] = []
+    problems = lint_catalog(patterns, fixtures, notes)
+    for note in notes:
+        typer.echo(f"note: {note}")
     for problem in problems:
         typer.echo(problem)
     typer.echo(f"{len(problems)} problem(s)" if problems else "catalog OK")
