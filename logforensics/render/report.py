@@ -145,7 +145,7 @@ def _run_summary(run: Run, report: Report) -> Table:
     if run.endings:
         seen: dict[str, int] = {}  # one entry per distinct message (ranks repeat them)
         for e in run.endings:
-            seen.setdefault(e.line.message[:70], e.number)
+            seen.setdefault(clip_words(e.line.message, 70), e.number)
         ends = "; ".join(f"{msg} (line {n})" for msg, n in list(seen.items())[:3])
         table.add_row("Ended", escape(ends))
     serving = serving_json(run)
@@ -193,3 +193,13 @@ def _finding_panel(i: int, f: Finding) -> Panel:
         meta += f" · {', '.join(s for s in f.streams if s)[:60]}"
     return Panel(Group(*parts), subtitle=Text(meta, style="dim"), subtitle_align="right",
                  border_style=_STYLE[f.severity])
+
+
+def clip_words(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with "…" when cut (a
+    message cut mid-word reads as another word: "the child fail")."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    space = head.rfind(" ")
+    return (head[:space] if space > limit // 2 else head).rstrip(" ,;:") + "…"
