@@ -113,7 +113,8 @@ class Catalog:
     patterns: list[Pattern]
 
     def __post_init__(self) -> None:
-        self.by_id = {p.id: p for p in self.patterns}
+        # id -> pattern; where dialects share an id, the generic one (a dialect's view has one)
+        self.by_id = {p.id: p for p in sorted(self.patterns, key=lambda p: p.dialect is None)}
         self.traceback_specs = [(p, s) for p in self.patterns for s in p.matches
                                 if s.kind == "traceback"]
         self.line_specs = [(p, s) for p in self.patterns for s in p.matches if s.kind == "line"]
@@ -122,10 +123,13 @@ class Catalog:
         self._views: dict[str, Catalog] = {}
 
     def for_dialect(self, name: str) -> Catalog:
-        """The patterns that run on a log of dialect ``name``: its own and the generic ones."""
+        """The patterns that run on a log of dialect ``name``: its own, and the generic ones it
+        has no pattern of the same id for (a dialect's own pattern replaces a generic one)."""
         view = self._views.get(name)
         if view is None:
-            view = self._views[name] = Catalog([p for p in self.patterns if p.dialect in (None, name)])
+            own = {p.id for p in self.patterns if p.dialect == name}
+            view = self._views[name] = Catalog([p for p in self.patterns if p.dialect == name
+                                                or (p.dialect is None and p.id not in own)])
         return view
 
 
@@ -149,22 +153,27 @@ def load_catalog(extra: list[str | os.PathLike] | None = None, builtin: bool = T
     bundled catalog are compiled on first use, those of other directories at once."""
     dirs = pattern_dirs(extra) if builtin else [Path(p) for p in (extra or [])]
     bundled = builtin_dir()
-    merged: dict[str, Pattern] = {}
+    merged: dict[tuple[str | None, str], Pattern] = {}  # (dialect, id): ids are per dialect
     for directory in dirs:
         if not directory.is_dir():
             raise CatalogError(f"{directory}: pattern directory not found")
-        seen_here: dict[str, str] = {}
+        seen_here: dict[tuple[str | None, str], str] = {}
         for file in sorted(directory.rglob("*.toml")):
             if file.name == FACTS_FILE:
                 continue
             folder = file.relative_to(directory).parts[0] if file.parent != directory else None
             for pattern in load_file(file, compile_now=directory != bundled, folder=folder):
-                if pattern.id in seen_here:
+                key = (pattern.dialect, pattern.id)
+                if directory != bundled and pattern.dialect is None:
+                    # a user's generic pattern replaces the bundled ones of its id on every dialect
+                    for old in [k for k in merged if k[1] == pattern.id]:
+                        del merged[old]
+                if key in seen_here:
                     raise CatalogError(
                         f"{file}: pattern {pattern.id}: duplicate id "
-                        f"(also in {seen_here[pattern.id]})")
-                seen_here[pattern.id] = str(file)
-                merged[pattern.id] = pattern
+                        f"(also in {seen_here[key]})")
+                seen_here[key] = str(file)
+                merged[key] = pattern
     return Catalog(list(merged.values()))
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import memory as _memory
+from .dialects import DIALECTS
 from .runs import Run
 
 
@@ -91,3 +92,6 @@ def _memory_condition(check: Callable[[Run], list[tuple[int, str]] | None]):
 
 # Conditions on the numbers of the memory ledger and torch's OOM message (memory.py documents each).
 CONDITIONS.update({name: _memory_condition(check) for name, check in _memory.CONDITIONS.items()})
+# and the dialects' own (vLLM's OOM phases and shutdown, dialects/vllm/memory.py)
+CONDITIONS.update({name: _memory_condition(check) for dialect in DIALECTS.values()
+                   for name, check in dialect.conditions.items()})

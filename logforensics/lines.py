@@ -25,7 +25,7 @@ _RAY_REPEAT = re.compile(r"\[repeated \d+x across cluster\]$")
 _DOCKER = re.compile(r"([A-Za-z0-9][\w.-]{0,62}?)\s*\| ?")
 # Ray: "(SGLangEngine pid=123, ip=10.0.0.1) msg", "(raylet) msg", "(head, rank=0, pid=8292) msg"; the ip
 # may be a placeholder ("<ip-1>": a log redacted by logx share)
-_RAY = re.compile(r"\s*\((\w+)(?:,? rank=\d+)?(?:,? pid=(\d+))?(?:, ip=[\w.:<>-]+)?\) ?")
+_RAY = re.compile(r"\s*\((\w[\w-]*)(?:,? rank=\d+)?(?:,? pid=(\d+))?(?:, ip=[\w.:<>-]+)?\) ?")
 # syslog / journald: "Mar 23 14:01:38 host prog[123]: msg" or ISO time
 _SYSLOG = re.compile(
     r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
@@ -56,10 +56,12 @@ class ServerPrefix:
     (after any wrapper) and names its groups ``ts`` (the time), ``frac`` (its fraction of a
     second, optional), ``tags`` (the process/rank tags, optional) and ``level`` (optional);
     ``first`` holds the characters such a line can start with (a cheap test before the
-    regex runs on every line)."""
+    regex runs on every line); ``repeated``: the server prints its prefix again on every line
+    of a multi-line record (vLLM's tracebacks), so such a line continues the record."""
 
     pattern: re.Pattern[str]
     first: str
+    repeated: bool = False
 
 
 @dataclass(slots=True)

@@ -102,7 +102,7 @@ def fixtures_triggering(catalog: Catalog, fixture_dir: Path) -> dict[str, list[s
     from .analysis import Options, explain
 
     out: dict[str, list[str]] = {}
-    for log in sorted(fixture_dir.glob("*.log")):
+    for log in sorted(fixture_dir.rglob("*.log")):  # a dialect's own in fixtures/<dialect>/
         report = explain(log, catalog=catalog, options=Options())
         for pid in {f.id for f in report.findings}:
             out.setdefault(pid, []).append(log.name)

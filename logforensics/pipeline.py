@@ -39,7 +39,7 @@ class EventStream:
         self.dialect = dialect
         self.prefix = dialect.prefix
         self.tokenizer = Tokenizer(dialect.rules)
-        self.assembler = TracebackAssembler()
+        self.assembler = TracebackAssembler(repeated_prefix=dialect.prefix.repeated)
 
     def feed(self, raw: RawLine) -> list[Event]:
         line = decode(raw, self.prefix)

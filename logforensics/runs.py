@@ -69,7 +69,9 @@ class Run:
 
     @property
     def model(self) -> str | None:
-        return self.args.get("model_path") or self.args.get("served_model_name")
+        # SGLang's model_path, vLLM's model (model_tag: the positional argument of `vllm serve`)
+        return (self.args.get("model_path") or self.args.get("model") or self.args.get("model_tag")
+                or self.args.get("served_model_name"))
 
     @property
     def version_bounds(self) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:

@@ -264,7 +264,10 @@ def classify_exception_line(text: str, strict: bool) -> tuple[str, str] | None:
 class TracebackAssembler:
     """Feed it every line (with its event's kind); it returns the tracebacks each line completes."""
 
-    def __init__(self) -> None:
+    def __init__(self, repeated_prefix: bool = False) -> None:
+        """``repeated_prefix``: the server repeats its prefix on every line of a record (vLLM),
+        so a prefixed line of the same time stamp may continue the stream's traceback."""
+        self._repeated_prefix = repeated_prefix
         self._open: dict[str, _Builder] = {}
         self._current: dict[str, str] = {}  # wrapper -> stream of its last prefixed line
         self._last_cut = False
@@ -282,6 +285,11 @@ class TracebackAssembler:
         msg = line.message
         if is_record_start(line):
             stream = line.stream
+            open_here = self._open.get(stream)
+            if (self._repeated_prefix and open_here is not None and line.ts == open_here.tb.ts
+                    and self._continue(open_here, line, event)):
+                open_here.keep(line)
+                return True, done
             self._current[line.wrapper] = stream
             # A new record ends this stream's traceback, and any traceback of the same
             # wrapper that already reached its message (its record is over).

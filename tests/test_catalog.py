@@ -21,11 +21,32 @@ fix = "do {thing}"
 """
 
 
-def test_builtin_catalog_loads_and_ids_are_unique():
+def test_builtin_catalog_loads_and_ids_are_unique_per_dialect():
     catalog = load_catalog()
-    ids = [p.id for p in catalog.patterns]
-    assert len(ids) == len(set(ids))
+    keys = [(p.dialect, p.id) for p in catalog.patterns]
+    assert len(keys) == len(set(keys))
+    for name in ("sglang", "vllm"):
+        ids = [p.id for p in catalog.for_dialect(name).patterns]
+        assert len(ids) == len(set(ids)), name
     assert builtin_dir().is_dir()
+
+
+def test_a_dialects_own_pattern_replaces_the_generic_one_on_its_logs():
+    catalog = load_catalog()
+    vllm = {p.id: p for p in catalog.for_dialect("vllm").patterns}
+    sglang = {p.id: p for p in catalog.for_dialect("sglang").patterns}
+    assert vllm["cuda_graph_capture_oom"].dialect == "vllm"
+    assert sglang["cuda_graph_capture_oom"].dialect is None  # torch/oom.toml's
+    assert vllm["port_in_use"].dialect is None  # generic, no vLLM pattern of that id
+    assert "kv_cache_no_room_gpu_mem_util" not in sglang
+
+
+def test_the_same_id_twice_in_one_dialect_is_an_error(tmp_path):
+    (tmp_path / "pats" / "vllm").mkdir(parents=True)
+    d = pattern_dir(tmp_path, GOOD, "vllm/a.toml")
+    (d / "vllm" / "b.toml").write_text(GOOD)
+    with pytest.raises(CatalogError, match="duplicate id"):
+        load_catalog([d], builtin=False)
 
 
 def test_user_directory_adds_patterns(tmp_path):

@@ -1,6 +1,7 @@
 """The regression corpus: every fixture's diagnosis is pinned.
 
-Each ``fixtures/<root_cause>__<variant>.log`` must get ``<root_cause>`` as its first
+Each ``fixtures/[<dialect>/]<root_cause>__<variant>.log`` (SGLang's at the top, vLLM's in
+``fixtures/vllm/``) must get ``<root_cause>`` as its first
 fatal/error finding (``none__…``: no fatal/error finding at all), and syrupy snapshots of the
 text report (fixed width, no colour) and of the JSON make any change of diagnosis visible.
 """
@@ -19,8 +20,13 @@ from logforensics.catalog import load_catalog
 from logforensics.render.report import render
 from logforensics.serving import FINDING_IDS as SERVING_WARNINGS
 
-FIXTURE_FILES = sorted(FIXTURES.glob("*.log"))
+FIXTURE_FILES = sorted(FIXTURES.rglob("*.log"))
 CATALOG = load_catalog()
+
+
+def FIXTURE_ID(path) -> str:  # noqa: N802 - a parametrize id function
+    """``name`` for SGLang's fixtures, ``vllm/name`` for a dialect's folder."""
+    return str(path.relative_to(FIXTURES).with_suffix(""))
 
 
 def expected_cause(path) -> str:
@@ -45,7 +51,7 @@ def test_there_is_a_corpus():
     assert len(FIXTURE_FILES) >= 40
 
 
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=FIXTURE_ID)
 def test_fixture_root_cause(path):
     report = report_of(path)
     problems = [f.id for f in report.findings if f.is_problem]
@@ -59,12 +65,12 @@ def test_fixture_root_cause(path):
         assert problems and problems[0] == want, f"expected {want}, got {problems}"
 
 
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=FIXTURE_ID)
 def test_fixture_text_snapshot(path, snapshot):
     assert text_of(report_of(path)) == snapshot
 
 
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=FIXTURE_ID)
 def test_fixture_json_snapshot(path, snapshot):
     payload = report_of(path).to_json()
     text = json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True)
@@ -73,8 +79,13 @@ def test_fixture_json_snapshot(path, snapshot):
 
 
 def test_every_pattern_is_triggered_by_a_fixture():
+    """Per dialect: a dialect's own pattern must fire on a log of that dialect; a generic one
+    (python/, cuda/, …) on any log."""
     seen = set()
     for path in FIXTURE_FILES:
-        seen |= {f.id for f in report_of(path).findings}
-    missing = sorted(p.id for p in CATALOG.patterns if p.id not in seen)
+        report = report_of(path)
+        seen |= {(report.server["name"], f.id) for f in report.findings}
+    ids = {pid for _, pid in seen}
+    missing = sorted(f"{p.dialect or 'any'}/{p.id}" for p in CATALOG.patterns
+                     if ((p.dialect, p.id) not in seen if p.dialect else p.id not in ids))
     assert missing == []

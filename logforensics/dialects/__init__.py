@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from .base import CONFIDENCES, PHASE_RANK, PHASES, Dialect
 from .sglang import DIALECT as SGLANG
+from .vllm import DIALECT as VLLM
 
-DIALECTS: dict[str, Dialect] = {d.name: d for d in (SGLANG,)}
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (SGLANG, VLLM)}
 DEFAULT = SGLANG  # reads a log no dialect recognises
 DETECT_LINES = 200  # detection reads at most this many lines
 _PREFIX_WINDOW = 160  # a server prefix starts within this many characters (after any wrapper)

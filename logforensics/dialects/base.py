@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,6 +154,10 @@ class Dialect:
     ready_line: str  # the line that says the server is ready
     stats: StatsMarks
     facts: Facts
+    # the run's memory placeholders beyond the shared ledger's (``Run`` -> facts), if any
+    memory_facts: Callable[[Any], dict[str, Any]] | None = None
+    # named catalog conditions of this server's own (``Run`` -> evidence ``[(line, text)]`` or None)
+    conditions: Mapping[str, Callable[[Any], list[tuple[int, str]] | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = {p for p in self.event_phase.values() if p not in PHASE_RANK}
