@@ -23,6 +23,7 @@ from ...events import (
     WARNING,
     Rule,
     convert,
+    parse_arg_value,
 )
 
 
@@ -40,23 +41,16 @@ _DICT_ITEM = re.compile(r"'(\w{1,64})': ('(?:[^'\\]|\\.){0,2000}'|\"(?:[^\"\\]|\
 _KW_ITEM = re.compile(r"(\w{1,64})=('(?:[^'\\]|\\.){0,2000}'|\"(?:[^\"\\]|\\.){0,2000}\"|[^,()]{0,200})")
 
 
-def _value(text: str) -> Any:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return convert(text)
-
-
 def _args(m: re.Match[str], msg: str) -> dict[str, Any]:
     body = m.group("body")
     items = (_DICT_ITEM if m.group("form") == "{" else _KW_ITEM).findall(body)
-    return {"args": {k: _value(v) for k, v in items}}
+    return {"args": {k: parse_arg_value(v) for k, v in items}}
 
 
 def _engine_config(m: re.Match[str], msg: str) -> dict[str, Any]:
     """The engine banner: its version, and the config keys logx reads (the dump is long)."""
     out = _numbers(m, msg)
-    config = {k: _value(v) for k, v in _KW_ITEM.findall(m.group("config") or "")}
+    config = {k: parse_arg_value(v) for k, v in _KW_ITEM.findall(m.group("config") or "")}
     keep = ("model", "dtype", "max_seq_len", "tensor_parallel_size", "pipeline_parallel_size",
             "quantization", "enforce_eager", "kv_cache_dtype", "device_config", "served_model_name")
     out["config"] = {k: config[k] for k in keep if k in config}
