@@ -10,6 +10,7 @@ import regex
 from rich.table import Table
 
 from .catalog import TRACEBACK_KEYS, Catalog, CatalogError, Regex, builtin_dir, load_catalog
+from .dialects import DIALECTS
 
 # Strings that make a backtracking regex explode: long runs of one class of character that
 # end in a character the pattern does not expect.
@@ -102,7 +103,8 @@ def fixtures_triggering(catalog: Catalog, fixture_dir: Path) -> dict[str, list[s
     from .analysis import Options, explain
 
     out: dict[str, list[str]] = {}
-    for log in sorted(fixture_dir.rglob("*.log")):  # a dialect's own in fixtures/<dialect>/
+    logs = [*fixture_dir.glob("*.log"), *(p for name in DIALECTS for p in (fixture_dir / name).glob("*.log"))]
+    for log in sorted(logs):  # SGLang's at the top, another dialect's in fixtures/<dialect>/
         report = explain(log, catalog=catalog, options=Options())
         for pid in {f.id for f in report.findings}:
             out.setdefault(pid, []).append(log.name)

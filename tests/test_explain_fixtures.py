@@ -17,10 +17,13 @@ from rich.console import Console
 
 from logforensics.analysis import Options, explain
 from logforensics.catalog import load_catalog
+from logforensics.dialects import DIALECTS
 from logforensics.render.report import render
 from logforensics.serving import FINDING_IDS as SERVING_WARNINGS
 
-FIXTURE_FILES = sorted(FIXTURES.rglob("*.log"))
+# SGLang's at the top, each other dialect's in its folder (fixtures/diff/ holds logx diff's pairs)
+FIXTURE_FILES = sorted([*FIXTURES.glob("*.log"), *(p for name in DIALECTS if name != "sglang"
+                                                    for p in (FIXTURES / name).glob("*.log"))])
 CATALOG = load_catalog()
 
 

