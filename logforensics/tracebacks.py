@@ -287,7 +287,7 @@ class TracebackAssembler:
             stream = line.stream
             open_here = self._open.get(stream)
             if (self._repeated_prefix and open_here is not None and line.ts == open_here.tb.ts
-                    and self._continue(open_here, line, event)):
+                    and self._continue(open_here, line, kind)):
                 open_here.keep(line)
                 return True, done
             self._current[line.wrapper] = stream
