@@ -34,9 +34,11 @@ from .errors import (
 from .render.report import render
 from .report import unreadable_json
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Read LLM inference-server logs (SGLang first): what the run reached, "
                        "what broke, why, and which flag to change.")
+
+
 @app.callback(invoke_without_command=True)
 def _root(version: Annotated[bool, typer.Option("--version", help="Print logx's version and exit.",
                                                 is_eager=True)] = False) -> None:
@@ -49,6 +51,8 @@ def _root(version: Annotated[bool, typer.Option("--version", help="Print logx's 
 
 patterns_app = typer.Typer(no_args_is_help=True, help="The pattern catalog.")
 app.add_typer(patterns_app, name="patterns")
+corpus_app = typer.Typer(no_args_is_help=True, help="Your own regression corpus of labelled logs.")
+app.add_typer(corpus_app, name="corpus")
 
 
 class UsageError(LogxError):
@@ -358,6 +362,58 @@ def share_cmd(
     typer.echo(f"logx: wrote {out} ({len(text.splitlines())} lines; {check})", err=True)
 
 
+@corpus_app.command("add")
+def corpus_add(
+    log: Annotated[str, typer.Argument(help="Log file; '-' reads standard input.")],
+    expect: Annotated[str, typer.Option("--expect", help="The root cause it should get: a pattern id or 'none'.")],
+    directory: Annotated[Path, typer.Option("--dir", help="The corpus directory.")] = Path("logx-corpus"),
+    no_redact: Annotated[bool, typer.Option("--no-redact", help="Store the lines unredacted.")] = False,
+    redact: Annotated[list[str] | None, typer.Option("--redact", help="Also replace what REGEX matches.")] = None,
+    patterns: PatternsOpt = None,
+) -> None:
+    """Store a redacted copy of LOG, trimmed to the smallest window that keeps its answer,
+    with its expected root cause (labels.jsonl + <id>.log, the field corpus's format)."""
+    from .redact import Redactor
+    from .usercorpus import add
+
+    try:
+        added = add(log, expect, directory, catalog=load_catalog(patterns),
+                    redactor=Redactor(redact or (), enabled=not no_redact), name=log)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    typer.echo(f"added {added.path} ({added.kept} of {added.lines:,} lines; expected {added.expected})")
+    if not added.agrees:
+        typer.echo(f"logx: logx answers {added.answer} on this log, not {added.expected}: `logx corpus check` "
+                   "counts it as a miss until a pattern finds it (the copy is the excerpt, not trimmed)", err=True)
+
+
+@corpus_app.command("check")
+def corpus_check(
+    directory: Annotated[Path, typer.Argument(help="The corpus directory.")] = Path("logx-corpus"),
+    patterns: PatternsOpt = None,
+    update: Annotated[bool, typer.Option(
+        "--update", help="Re-bless: every miss's label becomes today's answer; prints what changed.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The scores as JSON (logx.accuracy/1).")] = False,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Logs explained at a time.")] = 1,
+) -> None:
+    """Score a corpus with the bundled and your patterns: top-1, precision/recall per root
+    cause, every miss with what was found instead; exit 1 on a regression (a miss)."""
+    from .scoring import LabelError, format_score
+    from .usercorpus import check, format_update
+
+    try:
+        result = check(directory, catalog=load_catalog(patterns), update=update, jobs=jobs)
+    except LabelError as exc:
+        raise UsageError(str(exc)) from None
+    if as_json:
+        sys.stdout.write(json.dumps(result.score.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        typer.echo(format_score(result.score))
+    if result.updated:
+        typer.echo(format_update(result.updated))
+    raise typer.Exit(result.exit_code)
+
+
 @app.command("version")
 def version_cmd() -> None:
     """Print logx's version."""
@@ -374,14 +430,14 @@ def _one_line_help(*apps: typer.Typer) -> None:
                 info.help = "\n\n".join(" ".join(p.split()) for p in doc.strip().split("\n\n"))
 
 
-_one_line_help(app, patterns_app)
+_one_line_help(app, patterns_app, corpus_app)
 
 
 def main() -> None:
     """Console-script entry: logx never shows its own traceback to its user. Usage errors
     are reported by the argument parser itself (exit code 2)."""
     try:
-        app()
+        app(prog_name="logx")  # also under `python -m logforensics`: completion reads _LOGX_COMPLETE
     except LogxError as exc:
         print(f"logx: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

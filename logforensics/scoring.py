@@ -31,6 +31,7 @@ from typing import Any
 
 from .analysis import Options, explain_many
 from .catalog import Catalog, load_catalog
+from .findings import Finding
 from .report import Report
 
 LABELS = "labels.jsonl"
@@ -220,9 +221,22 @@ def key_line_numbers(path: Path, key_line: str) -> set[int]:
                 if raw.rstrip(b"\n").rstrip(b"\r").decode("utf-8", "replace") == wanted}
 
 
+def answered_by(report: Report) -> Finding | None:
+    """The finding a report answers with: its primary (first fatal/error) finding, else its
+    first warning (a server that lives but warns), else ``None``."""
+    return report.primary or next((f for f in report.findings if f.severity == "warning"), None)
+
+
+def answer_of(report: Report) -> tuple[str, bool]:
+    """What scoring reads of a report: the answer's id (``none`` when nothing is found) and
+    whether it is a problem (a fatal/error finding)."""
+    primary = answered_by(report)
+    return (primary.id if primary is not None else HEALTHY), report.primary is not None
+
+
 def score_report(label: Label, report: Report) -> Outcome:
     """Score one report against its label."""
-    primary = report.primary or next((f for f in report.findings if f.severity == "warning"), None)
+    primary = answered_by(report)
     answer = primary.id if primary is not None else HEALTHY
     key_cited: bool | None = None
     if not label.healthy and label.key_line.strip():

@@ -231,3 +231,15 @@ def test_help_texts_reflow_instead_of_breaking_mid_sentence():
     status = next(i for i, ln in enumerate(lines) if ln.startswith("status"))
     text = " ".join(lines[status:status + 3])
     assert "DEAD, with the facts (exit code" in text, text
+
+
+@pytest.mark.parametrize("shell,env", [
+    ("bash", {"COMP_WORDS": "logx corpus ", "COMP_CWORD": "2"}),
+    ("zsh", {"_TYPER_COMPLETE_ARGS": "logx corpus "}),
+    ("fish", {"_TYPER_COMPLETE_ARGS": "logx corpus ", "_TYPER_COMPLETE_FISH_ACTION": "get-args"}),
+])
+def test_shell_completion_offers_subcommands(shell, env):
+    res = logx(env={**os.environ, "_LOGX_COMPLETE": f"complete_{shell}", **env})
+    out = res.stdout.decode()
+    assert "add" in out and "check" in out, out
+    assert "--install-completion" in logx("--help").stdout.decode()
