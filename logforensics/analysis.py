@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Any
@@ -673,29 +673,35 @@ def _init_worker(catalog: Catalog | None) -> None:
     _worker_catalog = catalog
 
 
-def _explain_in_worker(path: str, name: str | None, options: Options | None) -> Report | Exception:
+def _explain_in_worker(path: str, name: str | None, options: Options | None,
+                       then: Callable[[Report], Any] | None = None) -> Any:
     try:
-        return explain(path, name=name, options=options, catalog=_worker_catalog)
+        report = explain(path, name=name, options=options, catalog=_worker_catalog)
     except (SourceError, RunNotFoundError) as exc:
         return exc
+    return then(report) if then is not None else report
 
 
 def explain_many(paths: list[str | os.PathLike], jobs: int | None = None, *, options: Options | None = None,
-                 catalog: Catalog | None = None, names: list[str] | None = None) -> list[Report | Exception]:
+                 catalog: Catalog | None = None, names: list[str] | None = None,
+                 then: Callable[[Report], Any] | None = None) -> list[Any]:
     """Explain several logs, ``jobs`` at a time in worker processes (default: one per CPU, at
     most one per file). Results come in the order of ``paths``; a file that cannot be read
     gives its ``SourceError`` (a ``--run`` it does not have, its ``RunNotFoundError``) in its slot
-    instead of a report, so one bad file does not stop the others."""
+    instead of a report, so one bad file does not stop the others. ``then`` (a module-level
+    function, so that it pickles) runs on each report in its worker and its result replaces the
+    report: a worker can hand back a small summary along with it."""
     paths = list(paths)
     names = list(names) if names is not None else [os.fspath(p) for p in paths]
     catalog = catalog or load_catalog()
     jobs = min(len(paths), jobs or os.cpu_count() or 1)
     if jobs <= 1 or any(os.fspath(p) == "-" for p in paths):  # stdin stays in this process
         _init_worker(catalog)
-        return [_explain_in_worker(os.fspath(p), n, options) for p, n in zip(paths, names, strict=True)]
+        return [_explain_in_worker(os.fspath(p), n, options, then)
+                for p, n in zip(paths, names, strict=True)]
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(catalog,)) as pool:
-        futures = [pool.submit(_explain_in_worker, os.fspath(p), n, options)
+        futures = [pool.submit(_explain_in_worker, os.fspath(p), n, options, then)
                    for p, n in zip(paths, names, strict=True)]
         return [f.result() for f in futures]

@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 
 from . import __version__
-from .analysis import Options, explain, explain_many
+from .analysis import Options, explain
 from .catalog import load_catalog
 from .dialects import names as dialect_names
 from .errors import (
@@ -31,8 +31,11 @@ from .errors import (
     RunNotFoundError,
     SourceError,
 )
+from .incident import explain_deployments
+from .render.incident import render_incident
 from .render.report import render
 from .report import unreadable_json
+from .sources import expand_inputs
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Read LLM inference-server logs (SGLang first): what the run reached, "
@@ -119,38 +122,53 @@ def explain_cmd(
         "--jobs", "-j", min=1, help="Files read in parallel (default: one process per CPU, at most one "
                                     "per file).")] = None,
     dialect: DialectOpt = None,
+    separate: Annotated[bool, typer.Option(
+        "--separate", help="Explain every file on its own, even the node logs of one multi-node "
+                           "launch.")] = False,
 ) -> None:
-    """Explain a log: the run's phase, the root cause with evidence, and the fix."""
+    """Explain a log: the run's phase, the root cause with evidence, and the fix. The node logs
+    of one multi-node launch (or a directory of them) are explained together: which node failed
+    first, and which failures elsewhere followed from it."""
     catalog = load_catalog(patterns)
     options = Options(run_index=run, pid=pid, since=_since(since), silence=silence, status=True,
                       dialect=dialect.value if dialect else None)
     if status_only:
         raise typer.Exit(_status(logs, options, catalog, as_json, width))
-    reports, entries, worst = [], [], EXIT_OK
     console = make_console(width)
-    results = explain_many(logs, jobs, options=options, catalog=catalog, names=logs)
-    for log, report in zip(logs, results, strict=True):
-        if isinstance(report, SourceError):
-            typer.echo(f"logx: {report}", err=True)
+    paths = expand_inputs(logs)
+    explained = explain_deployments(paths, jobs, options=options, catalog=catalog, names=paths,
+                                    separate=separate)
+    payloads: list[dict] = []
+    worst = EXIT_OK
+    for name, item in zip(explained.names, explained.items, strict=True):
+        if isinstance(item, RunNotFoundError):
+            raise UsageError(str(item)) from None
+        if isinstance(item, Exception):
+            typer.echo(f"logx: {item}", err=True)
             worst = _combine(worst, EXIT_USAGE)
-            entries.append(unreadable_json(log, report))
+            payloads.append(unreadable_json(name, item))
             continue
-        if isinstance(report, RunNotFoundError):
-            raise UsageError(str(report)) from None
-        reports.append(report)
-        entries.append(report)
+        if isinstance(item, tuple):  # a deployment: its node reports explained together
+            incident, node_reports = item
+            worst = _combine(worst, incident.exit_code)
+            if as_json:
+                payloads.append(incident.to_json(node_reports))
+        else:
+            worst = _combine(worst, item.exit_code)
+            if as_json:
+                payloads.append(item.to_json())
         if as_json:
             continue
-        if len(logs) > 1 and reports[:-1]:
+        if len(explained.items) > 1 and item is not explained.items[0]:
             console.print()
-        render(report, console, verbose=verbose)
-        worst = _combine(worst, report.exit_code)
+        if isinstance(item, tuple):
+            render_incident(*item, console)
+        else:
+            render(item, console, verbose=verbose)
     if as_json:
-        for report in reports:
-            worst = _combine(worst, report.exit_code)
-        objs = [e if isinstance(e, dict) else e.to_json() for e in entries]
-        payload = objs[0] if len(logs) == 1 and objs else objs
-        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        single = len(paths) == 1 or (len(payloads) == 1 and "incident" in payloads[0])
+        out = payloads[0] if single and payloads else payloads
+        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     raise typer.Exit(worst)
 
 

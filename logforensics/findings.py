@@ -360,6 +360,9 @@ class Matcher:
                          f"and no SGLang failure site explains it.{usually}"),
             fix=("Read the raising frame and the message. If this is a known failure, add a "
                  "pattern for it (`logx patterns list`, `--patterns DIR`)."),
+            # A traceback cut before its type and message says nothing of what failed: it does
+            # not outrank a failure the log does name (it is often that failure's own tail).
+            role="cause" if tb.exc_type or tb.message else "symptom",
         )
         facts = {"package": package[0]} if package else {}
         return Hit(pattern, {}, traceback_evidence(tb), 0.3, tb.stream, tb, facts)

@@ -104,6 +104,19 @@ def parse_timestamp(ts: str | None, default_year: int | None = None) -> datetime
         return None
 
 
+_GLOG_STAMP = re.compile(r"(?:^|[\[:\s])([IWEF])(\d{1,2})(\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,6})?)")
+
+
+def glog_timestamp(text: str, year: int) -> str | None:
+    """The time in a torch/glog prefix ("[rank3]:[E1120 14:15:30.000123…", "W0215 12:25:06.5…"),
+    which has no year, as ``YYYY-MM-DD HH:MM:SS`` in ``year``; None without one.
+    (Kept out of ``LogLine.ts``, which holds only what a line prints.)"""
+    m = _GLOG_STAMP.search(text, 0, 120)  # in the prefix, after a wrapper's if any
+    if m is None or not 1 <= int(m.group(2)) <= 12:
+        return None
+    return f"{year}-{int(m.group(2)):02d}-{m.group(3)} {m.group(4)[:8]}"  # whole seconds, as SGLang prints
+
+
 def visible_text(data: bytes) -> str:
     """Decode bytes the way a terminal would show them."""
     text = data.decode("utf-8", "replace")

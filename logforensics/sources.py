@@ -218,6 +218,26 @@ def read_chunks(stream: BinaryIO, size: int = CHUNK_BYTES) -> Iterator[bytes]:
         yield chunk
 
 
+def expand_inputs(args: list[str]) -> list[str]:
+    """The files named on a command line: a directory stands for the regular files in it
+    (sorted, not recursive, ``logx run`` sidecars skipped) and a quoted glob for its matches.
+    Anything else is kept as given, for ``check_readable`` to judge. A directory without files
+    is kept too, so that it is reported."""
+    import glob
+
+    out: list[str] = []
+    for arg in args:
+        if arg != "-" and os.path.isdir(arg):
+            files = sorted(os.path.join(arg, n) for n in os.listdir(arg)
+                           if not n.endswith(".logx.json") and os.path.isfile(os.path.join(arg, n)))
+            out.extend(files or [arg])
+        elif not os.path.exists(arg) and glob.has_magic(arg):
+            out.extend(sorted(glob.glob(arg)) or [arg])
+        else:
+            out.append(arg)
+    return out
+
+
 def check_readable(path: str | os.PathLike) -> Path:
     """Validate that ``path`` is a readable regular file (or FIFO), raising ``SourceError``
     with a one-line reason otherwise."""

@@ -221,3 +221,15 @@ def test_container_runtime_timestamps_are_stripped():
     assert (line.ts, line.tag, line.message) == ("2026-03-23 14:01:38", "TP1", "Load weight begin. avail mem=1.00 GB")
     tb = decode(RawLine(2, 0, b'2026-03-23T14:01:39.000000001Z   File "/x.py", line 3, in f'))
     assert tb.message == '  File "/x.py", line 3, in f' and tb.ts is None
+
+
+def test_glog_timestamp_gets_the_year_and_whole_seconds():
+    from logforensics.lines import glog_timestamp
+
+    assert glog_timestamp("[rank3]:[E1120 14:15:30.000000123 ProcessGroupNCCL.cpp:632] x", 2026) == \
+        "2026-11-20 14:15:30"
+    assert glog_timestamp("(SGLangEngine pid=1) [rank1]:[W623 15:37:01.823 socket.cpp:460] x", 2025) == \
+        "2025-06-23 15:37:01"
+    assert glog_timestamp("W0215 12:25:06.525000 14707 torch/x.py:504] x", 2026) == "2026-02-15 12:25:06"
+    assert glog_timestamp("Error 1320 12:00:00 is not a stamp", 2026) is None
+    assert glog_timestamp("[2026-01-01 10:00:00] plain", 2026) is None

@@ -375,3 +375,16 @@ def test_a_partial_line_flushed_early_keeps_its_number_when_it_continues():
     assert s.flush_partial() == [RawLine(4, 14, b"four", eol=False)]
     assert s.feed(b"\n") == []  # only the newline was missing
     assert s.feed(b"five\n") == [RawLine(5, 19, b"five")]
+
+
+def test_expand_inputs_directories_and_quoted_globs(tmp_path):
+    from logforensics.sources import expand_inputs
+
+    for name in ("node1.log", "node0.log", "node0.log.logx.json"):
+        (tmp_path / name).write_text("x\n")
+    (tmp_path / "sub").mkdir()
+    empty = tmp_path / "sub"
+    names = [str(tmp_path / "node0.log"), str(tmp_path / "node1.log")]
+    assert expand_inputs([str(tmp_path)]) == names  # sorted, sidecar and subdirectory skipped
+    assert expand_inputs([str(tmp_path / "node*.log")]) == names
+    assert expand_inputs(["-", str(empty), "missing*.log"]) == ["-", str(empty), "missing*.log"]

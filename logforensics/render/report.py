@@ -20,7 +20,7 @@ from ..runs import PHASES, Run
 from .status import status_block
 
 _STYLE = {"fatal": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
-_VERDICT_STYLE = {"failed": "bold red", "ready": "bold green", "running": "bold cyan",
+VERDICT_STYLE = {"failed": "bold red", "ready": "bold green", "running": "bold cyan",
                   "stale": "bold yellow", "empty": "bold yellow", "unknown": "bold"}
 
 
@@ -66,7 +66,7 @@ def _sections(report: Report, verbose: bool) -> list:
                     "earlier runs exist — pick one with --run N", style="dim")
     out.append(head)
     verdict = report.verdict
-    line = Text.assemble(("Verdict: ", "bold"), (verdict.upper(), _VERDICT_STYLE[verdict]))
+    line = Text.assemble(("Verdict: ", "bold"), (verdict.upper(), VERDICT_STYLE[verdict]))
     if report.primary is not None and verdict not in ("stale", "empty"):  # stale: not this run's cause
         line.append(f" — {report.primary.title} ", style="bold")
         line.append(f"[{report.primary.id}]", style="dim")
@@ -75,7 +75,7 @@ def _sections(report: Report, verbose: bool) -> list:
         out.append(status_block(report.status))
     if run is None:
         out.append(Text(f"No lines in the log ({report.lines} lines read)."))
-        out.extend(_finding_panel(i, f) for i, f in enumerate(report.findings, 1))  # e.g. log_empty
+        out.extend(finding_panel(i, f) for i, f in enumerate(report.findings, 1))  # e.g. log_empty
         return out
     out.append(_run_summary(run, report))
     ledger = build_ledger(run)
@@ -92,7 +92,7 @@ def _sections(report: Report, verbose: bool) -> list:
         out.append(Text("No findings: nothing in this run matches a known failure.",
                         style="green"))
     for i, finding in enumerate(shown, 1):
-        out.append(_finding_panel(i, finding))
+        out.append(finding_panel(i, finding))
     for finding in symptoms:
         line = finding.evidence[0].line if finding.evidence else "?"
         out.append(Text(f"Also seen (a symptom of the cause above): {finding.title} "
@@ -172,7 +172,7 @@ def shown_args(run: Run) -> dict[str, Any]:
     return out
 
 
-def _finding_panel(i: int, f: Finding) -> Panel:
+def finding_panel(i: int, f: Finding) -> Panel:
     body = Table.grid(padding=(0, 1))
     body.add_column(style="dim", justify="right", no_wrap=True)
     body.add_column(overflow="fold")
