@@ -53,6 +53,20 @@ def run_facts(run: Run) -> dict[str, Any]:
     return facts
 
 
+def earlier_weight_loads(runs: list[Run], run: Run) -> list[tuple[int, str]]:
+    """The "Load weight end" lines of earlier runs of the same model in this log: the weights
+    fitted then, so an OOM while loading them now is a change (release, flags), not size."""
+    model = run.args.get("model_path")
+    out = []
+    for earlier in runs:
+        if earlier.index >= run.index or not model or earlier.args.get("model_path") != model:
+            continue
+        ends = [e for e in earlier.memory_events if e.kind == "weight_load_end"]
+        if ends:
+            out.append((ends[0].number, ends[0].line.text))
+    return out
+
+
 # fast-path line categories (``Analyzer.consume``); OTHER takes the full path
 OTHER, DECODE, PREFILL, ACCESS, REQUEST, BLANK = 0, 1, 2, 3, 4, 5
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
@@ -593,6 +607,7 @@ class Analyzer:
         return self.tracker.runs
 
     def findings(self, run: Run) -> list[Finding]:
+        run.loaded_before = earlier_weight_loads(self.runs, run)
         facts = run_facts(run)
         return serving_findings.findings(run, self.matcher.findings(run, facts), facts)
 

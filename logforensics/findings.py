@@ -385,7 +385,7 @@ class Matcher:
                         ev += [e for e in evidence if e.line not in {x.line for x in ev}]
                         hits.append(Hit(pattern, result[0], ev, 0.85, tb.stream, tb))
                         break
-        hits = _one_per_traceback(hits)
+        hits = [h for h in _one_per_traceback(hits) if not _before_serving(h, run)]
         merged: dict[tuple, Finding] = {}
         for hit in hits:
             p = hit.pattern
@@ -466,6 +466,16 @@ def site_hit(tb: Traceback, run: Run) -> Hit | None:
                       "releases": site.release_range, "conditions": list(site.conditions),
                       "flags": flags, "env": list(site.env), "equivalent_sites": len(found.equivalent)}}
     return Hit(pattern, {}, traceback_evidence(tb), round(found.confidence, 2), tb.stream, tb, facts)
+
+def _before_serving(hit: Hit, run: Run) -> bool:
+    """A serving-phase warning matched on a line printed before the server served (the same
+    JIT text seen during start-up) is not a serving problem. Serving starts at the ready line,
+    or in a tail without one at the first batch or retraction line."""
+    p = hit.pattern
+    if p.phase != "serving" or p.is_problem or hit.traceback is not None or not hit.evidence:
+        return False
+    start = run.phase_lines.get("ready") or run.phase_lines.get("serving")
+    return start is None or hit.evidence[0].line < start
 
 
 def _one_per_traceback(hits: list[Hit]) -> list[Hit]:

@@ -47,6 +47,7 @@ _GLOG = re.compile(r"([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\s]{1,300}\] ?")
 # uvicorn level prefix inside a message: "INFO:     Started server process [123]"
 _LEVEL = re.compile(r"(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
 
+_UVICORN_WIDTH = 10  # "INFO:     ", "ERROR:    ", "WARNING:  "
 _TORCH_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
 
 
@@ -207,5 +208,10 @@ def split_prefixes(line: LogLine, prefix: ServerPrefix) -> None:
             m = _LEVEL.match(msg)
             if m:
                 line.level = m.group(1)
-                msg = msg[m.end() :]
+                # uvicorn pads "LEVEL:" to 10 columns; logging's "LEVEL: msg" has one space,
+                # and the message keeps its own indentation (a traceback logged line by line)
+                end = m.end()
+                if end != _UVICORN_WIDTH and end > len(m.group(1)) + 2:
+                    end = len(m.group(1)) + 2
+                msg = msg[end:]
     line.message = msg

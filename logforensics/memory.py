@@ -1708,7 +1708,17 @@ def cond_oom_fragmentation(run: Run) -> list[tuple[int, str]] | None:
     return hits[:3] or None
 
 
+def cond_oom_loading_weights_that_fit_before(run: Run) -> list[tuple[int, str]] | None:
+    """A torch OOM while loading the weights, and an earlier run of the same model in this
+    log finished loading them: they fit then, so the regression is in what changed."""
+    if not run.loaded_before:
+        return None
+    hits = [(r.line, r.text) for r in _oom_records(run) if r.phase == "weights"]
+    return (run.loaded_before[-1:] + hits[:2]) if hits else None
+
+
 CONDITIONS: dict[str, Callable[[Run], list[tuple[int, str]] | None]] = {
+    "oom_loading_weights_that_fit_before": cond_oom_loading_weights_that_fit_before,
     "oom_single_allocation_exceeds_capacity": cond_oom_single_allocation_exceeds_capacity,
     "oom_other_process_holds_memory": cond_oom_other_process_holds_memory,
     "oom_fragmentation": cond_oom_fragmentation,

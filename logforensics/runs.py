@@ -57,6 +57,8 @@ class Run:
     tracebacks: list[Traceback] = field(default_factory=list)
     endings: list[Event] = field(default_factory=list)  # how it ended: sigquit, Killed, …
     warnings: int = 0
+    # weight loads that finished in earlier runs of the same model in this log: (line, text)
+    loaded_before: list[tuple[int, str]] = field(default_factory=list)
     batches: int = 0
     last_prefill: dict[str, Any] | None = None
     last_decode: dict[str, Any] | None = None

@@ -166,7 +166,7 @@ class Traceback:
 class _Builder:
     """Mutable state of one traceback being read."""
 
-    __slots__ = ("tb", "phase", "current", "tail")
+    __slots__ = ("tb", "phase", "current", "tail", "record_level")
 
     def __init__(self, line: LogLine, stream: str, head: bool, context: str = ""):
         self.tb = Traceback(stream=stream, tag=line.tag, wrapper=line.wrapper,
@@ -176,6 +176,9 @@ class _Builder:
         self.tb.exceptions.append(self.current)
         self.phase = "frames"  # frames | message | blank
         self.tail: list[Frame] = []  # last frames when the middle is elided
+        # A logger that prefixes every line of the traceback ("[ts] ERROR: Traceback …",
+        # "[ts] ERROR:   File …"): the level of those records, else None
+        self.record_level: str | None = None
 
     # — evidence —
     def keep(self, line: LogLine) -> None:
@@ -242,8 +245,17 @@ class _Builder:
 def classify_exception_line(text: str, strict: bool) -> tuple[str, str] | None:
     """``(type, message)`` if ``text`` reads as the last line of a traceback. ``strict``
     (used when no header or frame came first) also requires an exception-like name."""
-    if not text or text[0].isspace():
+    if not text:
         return None
+    if text[0].isspace():
+        # A paste that shifted the exception line by one space (" ValueError: …"); source
+        # lines are indented further, and the name must read as an exception's.
+        if len(text) < 2 or text[1].isspace():
+            return None
+        text = text[1:]
+        m = _EXC.match(text)
+        if m is None or not _EXC_NAME.search(m.group(1).rsplit(".", 1)[-1]):
+            return None
     m = _EXC.match(text)
     if m:
         exc_type, message = m.group(1), m.group(2) or ""
@@ -291,6 +303,12 @@ class TracebackAssembler:
                 open_here.keep(line)
                 return True, done
             self._current[line.wrapper] = stream
+            builder = self._open.get(stream)
+            if builder is not None and builder.record_level is not None \
+                    and builder.record_level == line.level \
+                    and self._continue(builder, line, kind):
+                builder.keep(line)  # the next line of a traceback logged line by line
+                return True, done
             # A new record ends this stream's traceback, and any traceback of the same
             # wrapper that already reached its message (its record is over).
             for key in [k for k, b in self._open.items()
@@ -323,6 +341,8 @@ class TracebackAssembler:
         if group:
             before = before.rstrip()[: -len("Exception Group")].rstrip().rstrip("+").rstrip()
         builder = _Builder(line, stream, head=True, context=before.strip().rstrip(":").strip())
+        if line.level and not before.strip() and is_record_start(line):
+            builder.record_level = line.level
         builder.keep(line)
         self._open[stream] = builder
 
@@ -419,7 +439,8 @@ class TracebackAssembler:
                 if _ELLIPSIS.match(text):
                     b.tb.frames_cut = True
                 return True
-            if text[0].isspace():
+            if text[0].isspace() and not (current.frames and current.frames[-1].source is not None
+                                          and classify_exception_line(text, strict=False)):
                 if current.frames and current.frames[-1].source is None:
                     current.frames[-1].source = stripped
                 else:

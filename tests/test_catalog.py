@@ -121,10 +121,15 @@ def test_catalog_covers_every_root_cause_id_of_the_reference():
 
     ids = set(re.findall(r"^- `([a-z0-9_]+)`", reference.read_text(), re.M))
     produced_elsewhere = {"log_empty", "log_stale", "startup_hang", "process_died_without_traceback",
-                          "unclassified_exception"}
+                          "unclassified_exception",
+                          # serving.py measures the stall (JIT line -> next decode step) itself
+                          "flashinfer_jit_first_request_latency"}
+    # vLLM-only causes: the vLLM dialect's patterns (patterns/vllm/) cover them, not SGLang's catalog
+    vllm_only = {"kv_cache_no_room_gpu_mem_util", "max_model_len_exceeds_kv_capacity", "sampler_warmup_oom",
+                 "vllm_c_torch_abi_mismatch"}
     produced_elsewhere |= {c.id for c in categories()}  # findings from SGLang's failure sites
     assert len(ids) > 50
-    assert sorted(ids - produced_elsewhere - set(load_catalog().by_id)) == []
+    assert sorted(ids - produced_elsewhere - vllm_only - set(load_catalog().by_id)) == []
 
 
 def test_bundled_regexes_compile_on_first_use_and_user_ones_at_load(tmp_path, monkeypatch):

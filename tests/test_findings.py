@@ -180,3 +180,14 @@ def test_a_hard_wrapped_message_is_one_message():
     found = findings(data, SPEC)
     assert found[0].id == "spec_cause"
     assert "arch Qwen3_5MoeForConditionalGeneration" in found[0].fix
+
+
+def test_a_serving_warning_printed_before_ready_is_dropped():
+    jit = {"id": "jit", "severity": "warning", "phase": "serving",
+           "match": [{"line": r"flashinfer\.jit: Loading JIT ops"}]}
+    before = log_bytes("2026-03-23 14:00:00,100 - INFO - flashinfer.jit: Loading JIT ops: decode",
+                       "[2026-03-23 14:00:05] The server is fired up and ready to roll!")
+    after = log_bytes("[2026-03-23 14:00:05] The server is fired up and ready to roll!",
+                      "2026-03-23 14:00:09,100 - INFO - flashinfer.jit: Loading JIT ops: prefill")
+    assert [f.id for f in findings(before, jit)] == []
+    assert [f.id for f in findings(after, jit)] == ["jit"]

@@ -290,7 +290,7 @@ def test_ledger_oom_at_each_phase():
     graph = ledger_of("cuda_graph_capture_oom__interleaved_ranks.log")
     assert graph.oom.tag == "TP1" and graph.oom.phase == "cuda_graph"  # TP1 ran out first (line 19)
     assert graph.rank("TP0").graph_last_bs is not None  # the capture bar (TP0's) is attributed
-    serving = ledger_of("cuda_oom_during_serving__long_prefill_batch.log")
+    serving = ledger_of("forward_cuda_oom_activations__long_prefill_batch.log")
     assert serving.oom.phase == "serving" and serving.oom.oom.fragmented
     steps = {s["step"]: s["state"] for s in serving.ranks[0].steps(serving.run_reached, serving.hybrid)}
     assert steps["serving"] == "ran_out" and steps["init"] == "unknown"  # never invented
@@ -400,7 +400,7 @@ def test_other_process_only_when_it_would_have_fit():
      ["one buffer of 95.41 GiB, more than the whole GPU (79.19 GiB)", "`--context-length 524288`"]),
     ("weight_load_oom_model_too_large__405b_fp8_tp4.log",
      ["(= 78.12 this process held − 0.83 init use + 1.62 that failed", "`--tp-size 8` (now 4)"]),
-    ("cuda_oom_during_serving__long_prefill_batch.log",
+    ("forward_cuda_oom_activations__long_prefill_batch.log",
      ["1.21 GiB reserved-but-unallocated + 1.94 GiB free ≥ 2.32 GiB asked",
       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "`--mem-fraction-static 0.91`"]),
 ])
@@ -477,7 +477,7 @@ def test_shuffled_fixture_lines_never_crash():
 MEMORY_FIXTURES = sorted(p.name for p in FIXTURES.glob("*.log") if p.name.split("__")[0] in {
     "kv_cache_no_room_mem_fraction", "gpu_occupied_by_other_process", "cuda_graph_capture_oom",
     "mamba_slot_exhaustion", "oom_at_model_init_long_context", "weight_load_oom_model_too_large",
-    "cuda_oom_during_serving", "none"})
+    "forward_cuda_oom_activations", "none"})
 
 
 @pytest.mark.parametrize("name", MEMORY_FIXTURES)
