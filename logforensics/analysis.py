@@ -55,11 +55,13 @@ def run_facts(run: Run) -> dict[str, Any]:
 
 def earlier_weight_loads(runs: list[Run], run: Run) -> list[tuple[int, str]]:
     """The "Load weight end" lines of earlier runs of the same model in this log: the weights
-    fitted then, so an OOM while loading them now is a change (release, flags), not size."""
+    fitted then, so an OOM while loading them now is a change (release, flags), not size.
+    A run whose model the log does not name (an excerpt without its server_args) counts."""
     model = run.args.get("model_path")
     out = []
     for earlier in runs:
-        if earlier.index >= run.index or not model or earlier.args.get("model_path") != model:
+        other = earlier.args.get("model_path")
+        if earlier.index >= run.index or (model and other and other != model):
             continue
         ends = [e for e in earlier.memory_events if e.kind == "weight_load_end"]
         if ends:

@@ -168,9 +168,12 @@ def diagnosis_tiers(report: Report) -> list[list[int]]:
         context += range(primary.traceback.first_line, primary.traceback.last_line + 1)
     context += list(range(max(run.first_line, run.last_line - TAIL + 1), run.last_line + 1))
     cited = [n for n in cause if n > 0]
-    span = list(range(min(cited), max(run.last_line, max(cited)) + 1)) if cited else []  # no gaps from the cause on
+    # the root cause's evidence may lie in an earlier run (weights that loaded there): kept
+    proof = {e.line for e in primary.evidence} if primary is not None else set()
+    inside = [n for n in cited if n >= run.first_line]
+    span = list(range(min(inside), max(run.last_line, max(inside)) + 1)) if inside else []  # no gaps from the cause on
     tiers = [cause, near, wide, context, span]
-    return [[n for n in dict.fromkeys(tier) if run.first_line <= n <= max(run.last_line, n) and n > 0]
+    return [[n for n in dict.fromkeys(tier) if n > 0 and (n in proof or run.first_line <= n)]
             for tier in tiers]
 
 
