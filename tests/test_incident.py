@@ -35,7 +35,7 @@ NO_STATUS = Options(status=False)  # snapshots must not depend on the checkout's
 EXPECTED = {
     "cuda_illegal_memory_access__2node_nccl_timeouts": ("cuda_illegal_memory_access", 1, "TP12"),
     "argparse_error__4node_dist_init_wait": ("argparse_error", 2, ""),
-    "cuda_oom_during_serving__4node_one_rank": ("cuda_oom_during_serving", 1, "TP6"),
+    "forward_cuda_oom_activations__4node_one_rank": ("forward_cuda_oom_activations", 1, "TP6"),
 }
 
 
@@ -72,7 +72,7 @@ def test_deployment_report_snapshot(case, snapshot):
 
 
 def test_worker_processes_give_the_same_incident():
-    case = DEPLOYMENTS / "cuda_oom_during_serving__4node_one_rank"
+    case = DEPLOYMENTS / "forward_cuda_oom_activations__4node_one_rank"
     one, _ = deployment(case, jobs=1)
     two, _ = deployment(case, jobs=2)
     assert one.to_json([]) == two.to_json([])
