@@ -68,7 +68,7 @@ class Finding:
     def to_dict(self) -> dict:
         out = {
             "id": self.id, "title": self.title, "severity": self.severity,
-            "confidence": round(self.confidence, 2), "phase": self.phase, "run": self.run,
+            "confidence": round(self.confidence, 2), "phase": self.phase, "role": self.role, "run": self.run,
             "evidence": [e.to_dict() for e in self.evidence],
             "explanation": self.explanation, "fix": self.fix,
             "occurrences": self.occurrences, "streams": self.streams,

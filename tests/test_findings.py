@@ -171,6 +171,18 @@ def test_a_cause_outranks_a_symptom_of_higher_priority():
     assert [f.id for f in findings(alone, cause, symptom)] == ["sigquit"]
 
 
+def test_the_json_of_a_finding_says_its_role():
+    """A reader of ``--json`` tells the root cause from what follows it without the catalog."""
+    cause = {"id": "cause_line", "severity": "error", "priority": 20,
+             "match": [{"line": r"CUresult error"}]}
+    symptom = {"id": "sigquit", "severity": "error", "priority": 60, "role": "symptom",
+               "match": [{"line": r"Received sigquit from a child process"}]}
+    data = log_bytes("[torch_memory_saver.cpp] CUresult error  result=2 func=cu_mem_create",
+                     "[2026-03-23 14:00:01] Received sigquit from a child process.")
+    assert [(f.to_dict()["id"], f.to_dict()["role"]) for f in findings(data, cause, symptom)] == \
+        [("cause_line", "cause"), ("sigquit", "symptom")]
+
+
 def test_a_hard_wrapped_message_is_one_message():
     data = log_bytes(
         "ValueError: Speculative decoding for Qwen3_5MoeForConditionalGeneration is not compatible",
