@@ -10,21 +10,31 @@ the run's facts.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, Protocol, TypeVar
 
 from . import sites as _sites
 from .catalog import Catalog, MatchSpec, Pattern, safe_fullmatch, safe_search
 from .conditions import CONDITIONS, Evidence
+from .dialects import PHASE_RANK
 from .events import Event
+from .lines import ServerPrefix, decode, glog_timestamp, parse_timestamp
 from .runs import Run, phase_from_frames
+from .sources import RawLine
 from .tracebacks import ExceptionInfo, Traceback
 
 MIN_PARTIAL_CHARS = 16
 MAX_EVIDENCE = 8
 SEVERITY_RANK = {"fatal": 0, "error": 0, "warning": 1, "info": 2}
 ROLE_RANK = {"cause": 0, "symptom": 1}
-__all__ = ["Evidence", "Finding", "Hit", "Matcher", "fill", "rank", "required_literals"]
+# Failures of different processes closer than this cannot be ordered by their clocks: the
+# clocks of different nodes differ by seconds, and the ranks of one node print their errors
+# through buffers, a rank's consequence often a moment before the real error of another.
+CLOCK_TOLERANCE = timedelta(seconds=10)
+__all__ = ["CLOCK_TOLERANCE", "Evidence", "Finding", "Hit", "Matcher", "evidence_time", "fill",
+           "first_cause", "rank", "required_literals"]
 # Stats lines are the bulk of a serving log and carry no failure text.
 # Request logs (--log-requests: "Receive: obj=…") are user content: a prompt quoting an error
 # is not a failure of the server.
@@ -54,6 +64,11 @@ class Finding:
     traceback: Traceback | None = None
     facts: dict[str, Any] = field(default_factory=dict)
     role: str = "cause"
+    at: str | None = None  # when it first happened: the time its first line or traceback prints
+
+    @property
+    def time(self) -> datetime | None:
+        return parse_timestamp(self.at)
 
     @property
     def is_problem(self) -> bool:
@@ -94,6 +109,9 @@ class Hit:
     stream: str
     traceback: Traceback | None = None
     facts: dict[str, Any] = field(default_factory=dict)
+    # its evidence starts at the failure (a line, a traceback); a condition's evidence is the
+    # state it read (the memory lines before the failure), which says nothing of when it failed
+    timed: bool = True
 
 
 # — matching ————————————————————————————————————————————————————————————————
@@ -375,7 +393,7 @@ class Matcher:
             if not evidence:
                 continue
             if not spec.on_traceback:
-                hits.append(Hit(pattern, {}, evidence, 0.6, ""))
+                hits.append(Hit(pattern, {}, evidence, 0.6, "", timed=False))
                 continue
             for tb in run.tracebacks:  # condition AND traceback keys
                 for exc in [tb.final] + [e for e in tb.exceptions if e is not tb.final]:
@@ -386,6 +404,8 @@ class Matcher:
                         hits.append(Hit(pattern, result[0], ev, 0.85, tb.stream, tb))
                         break
         hits = [h for h in _one_per_traceback(hits) if not _before_serving(h, run)]
+        start = parse_timestamp(run.started_at or run.ended_at)
+        year = start.year if start else None
         merged: dict[tuple, Finding] = {}
         for hit in hits:
             p = hit.pattern
@@ -400,6 +420,8 @@ class Matcher:
                 extra = [e for e in hit.evidence if e.line not in have]
                 f.evidence = sorted(f.evidence + extra, key=lambda e: e.line)[:MAX_EVIDENCE]
                 f.confidence = max(f.confidence, hit.confidence)
+                if f.at is None and hit.timed:
+                    f.at = evidence_time(hit.evidence, run.dialect.prefix, year)
                 continue
             values = {**facts, **hit.groups}
             phase = p.phase if p.phase != "any" else _phase_at(run, hit)
@@ -417,6 +439,7 @@ class Matcher:
                 explanation=explanation, fix=fill(p.fix, values),
                 priority=p.priority, streams=[hit.stream] if hit.stream else [],
                 traceback=hit.traceback, role=p.role, facts=dict(hit.facts),
+                at=evidence_time(hit.evidence, run.dialect.prefix, year) if hit.timed else None,
             )
         return rank(list(merged.values()))
 
@@ -493,9 +516,76 @@ def _one_per_traceback(hits: list[Hit]) -> list[Hit]:
 
 def rank(findings: list[Finding]) -> list[Finding]:
     """Order findings: problems before warnings before info, causes before symptoms, then by
-    priority, then by the first evidence line (the first rank to fail outranks the ranks that
-    failed after it)."""
-    return sorted(findings, key=Finding.sort_key)
+    priority, then by the first evidence line. When the problems come from several processes
+    (the ranks of one log), the root cause is ``first_cause`` of each process's leading
+    problem, as for the nodes of a deployment: the first rank's real error outranks the other
+    ranks' timeouts and their later errors."""
+    ordered = sorted(findings, key=Finding.sort_key)
+    leads: dict[str, Finding] = {}
+    for f in ordered:
+        if f.is_problem:
+            leads.setdefault(f.streams[0] if f.streams else "", f)
+    if len(leads) > 1:
+        root, _uncertain = first_cause(list(leads.values()), lambda f: f.time)
+        if root is not None and root is not ordered[0]:
+            ordered.remove(root)
+            ordered.insert(0, root)
+    return ordered
+
+
+class Failing(Protocol):
+    """What ``first_cause`` reads of a failure (a ``Finding``, a deployment's ``Failure``)."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def priority(self) -> int: ...
+
+
+F = TypeVar("F", bound=Failing)
+
+
+def first_cause(leads: Sequence[F], when: Callable[[F], datetime | None],
+                tolerance: timedelta = CLOCK_TOLERANCE) -> tuple[F | None, list[F]]:
+    """The root cause among the leading failures of several processes (the ranks of one log,
+    the nodes of one deployment), and the failures too close to it in time to be ordered.
+
+    A cause wins over any symptom (a timeout, a signal, "see root cause above"), whenever the
+    symptom happened; among causes (or, with none, among symptoms) the first in time. Failures
+    within ``tolerance`` of the first, or of unknown time, cannot be ordered by their clocks:
+    among them the more specific pattern (the higher priority), then the earlier phase, wins;
+    the others are returned as uncertain. Ties keep the order of ``leads``."""
+    causes = [f for f in leads if f.role == "cause"]
+    candidates = causes or list(leads)
+    if not candidates:
+        return None, []
+    times = {id(f): when(f) for f in candidates}
+
+    def in_time(f: F) -> tuple:
+        t = times[id(f)]
+        return (t is None, t or datetime.min, PHASE_RANK.get(f.phase, 0), -f.priority)
+
+    candidates.sort(key=in_time)
+    first = times[id(candidates[0])]
+    close = [f for f in candidates if f is candidates[0] or first is None
+             or (t := times[id(f)]) is None or t - first <= tolerance]
+    close.sort(key=lambda f: (-f.priority, PHASE_RANK.get(f.phase, 0), in_time(f)))
+    return close[0], close[1:]
+
+
+def evidence_time(evidence: list[Evidence], prefix: ServerPrefix, year: int | None) -> str | None:
+    """The first timestamp printed on ``evidence`` (a torch/glog stamp, which has no year, gets
+    ``year``, the run's); None when no line has one."""
+    for ev in evidence:
+        line = decode(RawLine(ev.line, 0, ev.text.encode("utf-8", "replace")), prefix)
+        if line.ts:
+            return line.ts
+        stamp = glog_timestamp(line.text, year) if year else None
+        if stamp:
+            return stamp
+    return None
 
 
 def _phase_at(run: Run, hit: Hit) -> str:

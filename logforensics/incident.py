@@ -6,9 +6,11 @@ own (in parallel worker processes) and reduced to a ``NodeSummary``: a small pic
 the launch's identity (model, nnodes, node_rank, dist_init_addr), its time span and its failures.
 The merge reads only those summaries: it groups the files that belong to one launch and picks the
 root cause — the first *cause* in time; a finding whose pattern has ``role = "symptom"`` is a
-consequence, whenever it happened — and lists every other failure as its consequence. Clocks of
-different nodes differ by seconds, so times closer than ``CLOCK_TOLERANCE`` are ordered by phase
-and priority and the order is reported as uncertain.
+consequence, whenever it happened — and lists every other failure as its consequence. The rule
+is ``findings.first_cause``, the one that already chose each node's lead among its ranks (the
+first rank's real error outranks the other ranks' timeouts). Clocks of different nodes differ by
+seconds, so times closer than ``CLOCK_TOLERANCE`` are ordered by priority and phase and the order
+is reported as uncertain.
 """
 
 from __future__ import annotations
@@ -17,19 +19,16 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from .catalog import Catalog
-from .dialects import DEFAULT
 from .errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
-from .lines import decode, glog_timestamp, parse_timestamp
+from .findings import CLOCK_TOLERANCE, first_cause
+from .lines import parse_timestamp
 from .report import Report
-from .runs import PHASE_RANK
-from .sources import RawLine
 
 SCHEMA = "logx.incident/1"
-CLOCK_TOLERANCE = timedelta(seconds=10)
 EARLY_PHASES = frozenset({"launch", "args", "import"})  # before any node waits for the others
 _TP = re.compile(r"\bTP(\d+)\b")
 _DIGITS = re.compile(r"\d+")
@@ -99,29 +98,13 @@ class NodeSummary:
         return None
 
 
-def _evidence_time(finding, year: int | None, prefix) -> str | None:
-    """The first timestamp printed on the finding's evidence lines (a torch/glog stamp, which
-    has no year, gets the run's)."""
-    for ev in finding.evidence:
-        line = decode(RawLine(ev.line, 0, ev.text.encode("utf-8", "replace")), prefix)
-        if line.ts:
-            return line.ts
-        stamp = glog_timestamp(line.text, year) if year else None
-        if stamp:
-            return stamp
-    return None
-
-
 def summarize(report: Report) -> NodeSummary:
     """Reduce a report to its ``NodeSummary`` (runs in the worker that explained the file)."""
     run = report.run
-    start = parse_timestamp(run.started_at or run.ended_at) if run is not None else None
-    year = start.year if start else None
-    prefix = (run.dialect if run is not None else DEFAULT).prefix  # the server's line prefix
     failures = tuple(
         Failure(id=f.id, title=f.title, role=f.role, phase=f.phase, priority=f.priority,
                 file=report.file, stream=f.streams[0] if f.streams else "",
-                line=f.evidence[0].line if f.evidence else 0, at=_evidence_time(f, year, prefix),
+                line=f.evidence[0].line if f.evidence else 0, at=f.at,
                 text=f.evidence[0].text if f.evidence else "")
         for f in report.findings if f.is_problem)
     if run is None:
@@ -303,22 +286,13 @@ def merge(nodes: list[NodeSummary]) -> Incident:
 
     def key(f: Failure) -> tuple:
         t = when[(f.file, f.line, f.id)]
-        return (t is None, t or datetime.min, PHASE_RANK.get(f.phase, 0), -f.priority)
+        return (t is None, t or datetime.min, -f.priority)
 
-    # each node's first cause (its report ranks causes first), else nothing from that node
-    causes = [next(f for f in n.failures if f.role == "cause") for n in nodes
-              if any(f.role == "cause" for f in n.failures)]
-    only_symptoms = not causes
-    candidates = causes or [n.failures[0] for n in nodes if n.failures]
-    root, uncertain = None, []
-    if candidates:
-        candidates.sort(key=key)
-        first = when[(candidates[0].file, candidates[0].line, candidates[0].id)]
-        close = [f for f in candidates if f is candidates[0] or first is None
-                 or (t := when[(f.file, f.line, f.id)]) is None or t - first <= CLOCK_TOLERANCE]
-        # times too close to order: the earlier phase, then the more specific pattern, wins
-        close.sort(key=lambda f: (PHASE_RANK.get(f.phase, 0), -f.priority, key(f)))
-        root, uncertain = close[0], close[1:]
+    # each node's leading failure: its report's first, which ``rank`` chose among its ranks the
+    # way ``first_cause`` chooses among the nodes (a cause first if the node has one)
+    leads = [n.failures[0] for n in nodes if n.failures]
+    only_symptoms = bool(leads) and all(f.role != "cause" for f in leads)
+    root, uncertain = first_cause(leads, lambda f: when[(f.file, f.line, f.id)])
     consequences: list[Failure] = []
     if root is not None:
         seen = set()

@@ -203,3 +203,44 @@ def test_a_serving_warning_printed_before_ready_is_dropped():
                       "2026-03-23 14:00:09,100 - INFO - flashinfer.jit: Loading JIT ops: prefill")
     assert [f.id for f in findings(before, jit)] == []
     assert [f.id for f in findings(after, jit)] == ["jit"]
+
+
+# — ranks of one log: the first cause in time, as for the nodes of a deployment ————————————
+
+EARLY = {"id": "early_cause", "priority": 20, "match": [{"line": r"CUresult error"}]}
+LATE = {"id": "late_cause", "priority": 60, "match": [{"line": r"unexpected tensor shape"}]}
+TIMEOUT = {"id": "rank_timeout", "priority": 90, "role": "symptom",
+           "match": [{"line": r"Watchdog caught collective operation timeout"}]}
+
+
+def ranks_log(early_at: str, late_at: str, *, early_rank: str = "TP3", late_rank: str = "TP0") -> bytes:
+    return log_bytes(
+        "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='m', tp_size=4)",
+        "[rank1]:[E323 14:00:30.000000001 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE) ran for 600043 milliseconds",
+        f"[2026-03-23 {early_at} {early_rank}] CUresult error result=2 func=cu_mem_create",
+        f"[2026-03-23 {late_at} {late_rank}] Scheduler error: unexpected tensor shape",
+    )
+
+
+def test_the_first_ranks_error_outranks_a_later_more_specific_error_of_another_rank():
+    found = findings(ranks_log("14:01:00", "14:02:00"), EARLY, LATE, TIMEOUT)
+    assert [f.id for f in found] == ["early_cause", "late_cause", "rank_timeout"]
+    assert found[0].at == "2026-03-23 14:01:00" and found[0].streams == ["TP3"]
+
+
+def test_errors_of_two_ranks_within_the_clock_tolerance_are_ordered_by_priority():
+    found = findings(ranks_log("14:01:00", "14:01:05"), EARLY, LATE, TIMEOUT)
+    assert [f.id for f in found] == ["late_cause", "early_cause", "rank_timeout"]
+
+
+def test_one_ranks_errors_are_ordered_by_priority_whatever_their_time():
+    """Only different processes are ordered by time: one rank's lead is its most specific error."""
+    found = findings(ranks_log("14:01:00", "14:05:00", late_rank="TP3"), EARLY, LATE, TIMEOUT)
+    assert [f.id for f in found] == ["late_cause", "early_cause", "rank_timeout"]
+
+
+def test_an_earlier_timeout_of_another_rank_never_outranks_an_error():
+    found = findings(ranks_log("14:01:00", "14:02:00"), LATE, TIMEOUT)
+    assert [f.id for f in found] == ["late_cause", "rank_timeout"]
+

@@ -152,13 +152,16 @@ def test_the_first_cause_in_time_wins():
     assert incident.root == early and incident.consequences == [late] and not incident.uncertain
 
 
-def test_causes_closer_than_the_clock_tolerance_are_ordered_by_phase_and_said_uncertain():
+def test_causes_closer_than_the_clock_tolerance_are_ordered_by_priority_then_phase_and_said_uncertain():
     t = "2026-01-01 10:05:0"
     assert CLOCK_TOLERANCE.total_seconds() > 4
     serving = failure("n0.log", "serving_error", t + "0", phase="serving")
     weights = failure("n1.log", "weights_error", t + "4", phase="weights")
     incident = merge([node("n0.log", 0, failures=[serving]), node("n1.log", 1, failures=[weights])])
     assert incident.root == weights and incident.uncertain == [serving]
+    specific = failure("n0.log", "serving_error", t + "0", phase="serving", priority=80)
+    incident = merge([node("n0.log", 0, failures=[specific]), node("n1.log", 1, failures=[weights])])
+    assert incident.root == specific and incident.uncertain == [weights]
 
 
 def test_a_cause_without_a_time_at_argument_parsing_is_placed_at_its_start():

@@ -11,7 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..incident import CLOCK_TOLERANCE, Incident
+from ..findings import CLOCK_TOLERANCE
+from ..incident import Incident
 from ..report import Report
 from .report import VERDICT_STYLE, finding_panel
 
@@ -88,8 +89,8 @@ def _incident_sections(incident: Incident, reports: list[Report]) -> list:
     for other in incident.uncertain:
         out.append(Text(f"Order uncertain: {other.id} on {_node_name(incident.node_rank_of(other.file))} "
                         f"({short(other.file)}, line {other.line}, {other.at or 'no time'}) happened within "
-                        f"{tolerance} s of the root cause; the earlier phase and the more specific error "
-                        "was chosen.", style="yellow"))
+                        f"{tolerance} s of the root cause; the more specific error (then the earlier "
+                        "phase) was chosen.", style="yellow"))
     if incident.consequences:
         out.append(Text("Consequences (failures that follow the root cause; the first line of each kind):",
                         style="bold"))
