@@ -27,9 +27,10 @@ from . import __version__
 from .analysis import Options, explain
 from .catalog import Catalog, load_catalog
 from .lines import visible_text
-from .memory import build_ledger, ledger_lines, ledger_table
+from .memory import build_ledger
 from .pipeline import Source, raw_lines
 from .redact import Redactor, Replacement
+from .render.memory import ledger_lines, ledger_table
 from .render.report import phase_timeline, shown_args
 from .report import Report
 from .runs import Run

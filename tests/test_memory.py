@@ -20,21 +20,22 @@ from logforensics import memory
 from logforensics.analysis import explain, run_facts
 from logforensics.catalog import load_catalog
 from logforensics.conditions import CONDITIONS
-from logforensics.memory import (
-    build_ledger,
+from logforensics.dialects.sglang import sizing
+from logforensics.dialects.sglang.memory import read_ledger
+from logforensics.dialects.sglang.sizing import (
     kv_rest_gib,
     mamba_per_request_gib,
     mamba_requests_fit,
     mamba_slots_at_ratio,
     mamba_slots_per_request,
     min_viable_mem_fraction_static,
-    parse_torch_oom,
     suggest_context_length,
     suggest_mamba_full_memory_ratio,
     suggest_mem_fraction_static,
     suggest_mfs_for_graphs,
     suggest_tp_size,
 )
+from logforensics.memory import build_ledger, parse_torch_oom
 from logforensics.render.report import render
 
 CATALOG = load_catalog()
@@ -177,13 +178,13 @@ def test_suggested_mem_fraction_static_rechecks_against_its_figures(after, pre):
     after = min(after, pre)
     s = suggest_mem_fraction_static(after, pre)
     if s is None:  # no fraction up to the cap leaves the minimum room
-        assert kv_rest_gib(after, pre, memory.MFS_CAP) < memory.MIN_KV_ROOM_GIB + 1e-9
+        assert kv_rest_gib(after, pre, sizing.MFS_CAP) < sizing.MIN_KV_ROOM_GIB + 1e-9
         return
-    assert 0 < s.value <= memory.MFS_CAP
-    assert kv_rest_gib(after, pre, s.value) >= memory.MIN_KV_ROOM_GIB - 1e-9
+    assert 0 < s.value <= sizing.MFS_CAP
+    assert kv_rest_gib(after, pre, s.value) >= sizing.MIN_KV_ROOM_GIB - 1e-9
     assert abs(s.kv_room_gib - kv_rest_gib(after, pre, s.value)) < 1e-9
     if s.value > 0.01:  # the smallest such value
-        assert kv_rest_gib(after, pre, round(s.value - 0.01, 2)) < memory.MIN_KV_ROOM_GIB + 1e-9
+        assert kv_rest_gib(after, pre, round(s.value - 0.01, 2)) < sizing.MIN_KV_ROOM_GIB + 1e-9
 
 
 def test_no_fraction_helps_when_the_weights_fill_the_gpu():
@@ -198,13 +199,13 @@ def test_graph_suggestion_rechecks(pre, mfs, need):
     value, target = got
     assert value < mfs and value > 0
     assert pre * (1 - value) >= target - 1e-9
-    assert target >= 2 * need - 1e-9 and target >= memory.GRAPH_FLOOR_SHARE * pre - 1e-9
+    assert target >= 2 * need - 1e-9 and target >= sizing.GRAPH_FLOOR_SHARE * pre - 1e-9
 
 
 def test_graph_suggestion_worked_example():
     # target_decode_0_5_23: pre 78.50, mfs 0.95, capture began with 3.78 free, failed with 61.06 MiB free
     # asking 74.19 MiB → need = 3.78 − 0.06 + 0.07 = 3.79; G = max(7.58, 3.93) → 0.90 leaves 7.85
-    need = memory.graph_need_gib(3.78, 61.06 / 1024, 74.19 / 1024)
+    need = sizing.graph_need_gib(3.78, 61.06 / 1024, 74.19 / 1024)
     assert round(need, 2) == 3.79
     value, target = suggest_mfs_for_graphs(78.50, 0.95, need)
     assert value == 0.90 and round(78.50 * (1 - value), 2) == 7.85 >= round(target, 2)
@@ -453,7 +454,7 @@ WEIRD = [
 @pytest.mark.parametrize("lines", WEIRD)
 def test_degenerate_figures_never_crash(lines):
     report = explain_bytes(*lines)
-    memory._build_ledger(report.run)  # unguarded: a crash here is a bug
+    read_ledger(report.run)  # unguarded: a crash here is a bug
     text_of(report, terminal=True)
     json.dumps(report.to_json())
 
@@ -468,7 +469,7 @@ def test_shuffled_fixture_lines_never_crash():
         chunk = [c[: rng.randint(0, len(c))] if rng.random() < 0.3 else c for c in chunk]
         report = explain(b"\n".join(chunk), catalog=CATALOG)
         if report.run is not None:
-            memory._build_ledger(report.run)
+            read_ledger(report.run)
             memory.memory_facts(report.run)
 
 

@@ -17,6 +17,7 @@ from ..findings import Finding
 from ..memory import build_ledger
 from ..report import Report, serving_json
 from ..runs import PHASES, Run
+from .memory import LedgerView
 from .status import status_block
 
 _STYLE = {"fatal": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
@@ -80,7 +81,7 @@ def _sections(report: Report, verbose: bool) -> list:
     out.append(_run_summary(run, report))
     ledger = build_ledger(run)
     if ledger.status == "touched":  # the memory ledger: where each rank's GPU memory went
-        out.append(ledger)
+        out.append(LedgerView(ledger))
     if report.memory_untouched:
         out.append(Text(
             "GPU memory was never touched: the run stopped in the "
