@@ -14,6 +14,12 @@
  * statistics line is tested for come from the log's dialect (``dialects.base.StatsMarks``),
  * given when a table is made: ``Templates(ok_end=…, request_mark=…, request_min_len=…,
  * request_window=…)``; a table made without them counts no access or request-log lines.
+ *
+ * The serving series (``serving.Series``): a DECODE template may be learned with its *layout*,
+ * the spans of its time parts and of its figures (the same in every line of the template, whose
+ * digits sit at fixed places). ``scan`` then reads every decode line's time and figures there
+ * and sums them per time bucket of ``width`` seconds (integers: milli-units), so the series is
+ * built from every statistics line, not a sample, without a Python object per line.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -23,11 +29,18 @@
 enum { OTHER = 0, DECODE = 1, PREFILL = 2, ACCESS = 3, REQUEST = 4, BLANK = 5 };
 
 #define MAX_TEMPLATE 1024 /* analysis.TEMPLATE_MAX_BYTES: longer lines are never statistics */
+#define TIME_PARTS 6      /* serving.TIME_PARTS: year (length 0: not printed), month, day, h, m, s */
+#define FIGURES 4         /* len(serving.SERIES_FIELDS) */
+#define SPANS (TIME_PARTS + FIGURES)
+#define AGG (1 + 3 * FIGURES) /* serving.Series bucket: lines, then count, sum, max of each figure */
+#define NO_YEAR 2000      /* serving.NO_YEAR: the year of a time printed without one */
 
 typedef struct {
     uint64_t hash;
     PyObject *template; /* bytes, owned; NULL = empty slot */
     int category;
+    int has_layout;
+    Py_ssize_t spans[SPANS][2]; /* (offset, length) in the line; length 0: absent */
 } Entry;
 
 typedef struct {
@@ -139,12 +152,41 @@ Templates_init(TemplatesObject *self, PyObject *args, PyObject *kwargs)
     return 0;
 }
 
+/* ``layout``: () or SPANS (offset, length) pairs lying in a line of the template's length. */
+static int
+read_layout(PyObject *layout, Py_ssize_t len, Py_ssize_t spans[SPANS][2], int *has_layout)
+{
+    *has_layout = 0;
+    if (layout == NULL || PyTuple_GET_SIZE(layout) == 0)
+        return 0;
+    if (PyTuple_GET_SIZE(layout) != SPANS)
+        goto bad;
+    for (int i = 0; i < SPANS; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(layout, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2)
+            goto bad;
+        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 0));
+        Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 1));
+        if (PyErr_Occurred())
+            return -1;
+        if (at < 0 || n < 0 || n > 18 || at + n > len)
+            goto bad;
+        spans[i][0] = at;
+        spans[i][1] = n;
+    }
+    *has_layout = 1;
+    return 0;
+bad:
+    PyErr_SetString(PyExc_ValueError, "layout must be () or 10 (offset, length) spans inside the template");
+    return -1;
+}
+
 static PyObject *
 Templates_add(TemplatesObject *self, PyObject *args)
 {
-    PyObject *template;
+    PyObject *template, *layout = NULL;
     int category;
-    if (!PyArg_ParseTuple(args, "Si:add", &template, &category))
+    if (!PyArg_ParseTuple(args, "Si|O!:add", &template, &category, &PyTuple_Type, &layout))
         return NULL;
     if (category < OTHER || category > BLANK) {
         PyErr_SetString(PyExc_ValueError, "category must be OTHER, DECODE, PREFILL, ACCESS, REQUEST or BLANK");
@@ -154,10 +196,14 @@ Templates_add(TemplatesObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "template longer than the template cap");
         return NULL;
     }
+    Py_ssize_t len = PyBytes_GET_SIZE(template);
+    Py_ssize_t spans[SPANS][2] = {{0}};
+    int has_layout;
+    if (read_layout(layout, len, spans, &has_layout) < 0)
+        return NULL;
     if ((self->used + 1) * 2 > self->capacity && grow(self) < 0)
         return NULL;
     const unsigned char *key = (const unsigned char *)PyBytes_AS_STRING(template);
-    Py_ssize_t len = PyBytes_GET_SIZE(template);
     uint64_t hash = hash_bytes(key, len);
     Entry *e = find_slot(self->slots, self->capacity, hash, key, len);
     if (e->template == NULL) {
@@ -167,7 +213,96 @@ Templates_add(TemplatesObject *self, PyObject *args)
         self->used++;
     }
     e->category = category;
+    e->has_layout = has_layout;
+    memcpy(e->spans, spans, sizeof(spans));
     Py_RETURN_NONE;
+}
+
+/* serving.milli: the number in ``n`` bytes at ``p`` ("456.78") in thousandths, extra decimals
+ * dropped; -1 when the span is absent. */
+static int64_t
+milli(const char *p, Py_ssize_t n)
+{
+    if (n == 0)
+        return -1;
+    int64_t whole = 0, frac = 0;
+    int decimals = -1;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (p[k] == '.') {
+            decimals = 0;
+        } else if (decimals < 0) {
+            whole = whole * 10 + (p[k] - '0');
+        } else if (decimals < 3) {
+            frac = frac * 10 + (p[k] - '0');
+            decimals++;
+        }
+    }
+    for (decimals = decimals < 0 ? 0 : decimals; decimals < 3; decimals++)
+        frac *= 10;
+    return whole * 1000 + frac;
+}
+
+static int64_t
+number(const char *p, Py_ssize_t n, int64_t absent)
+{
+    if (n == 0)
+        return absent;
+    int64_t v = 0;
+    for (Py_ssize_t k = 0; k < n; k++)
+        v = v * 10 + (p[k] - '0');
+    return v;
+}
+
+/* serving.days_from_civil: days since 1970-01-01 (Howard Hinnant's algorithm, year >= 1). */
+static int64_t
+days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+    y -= m <= 2;
+    int64_t era = y / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* serving.point: the line's time (seconds) and figures (milli-units, -1 absent). */
+static int64_t
+line_point(const char *line, const Entry *e, int64_t figures[FIGURES])
+{
+    int64_t t[TIME_PARTS];
+    for (int i = 0; i < TIME_PARTS; i++)
+        t[i] = number(line + e->spans[i][0], e->spans[i][1], i == 0 ? NO_YEAR : 0);
+    for (int i = 0; i < FIGURES; i++)
+        figures[i] = milli(line + e->spans[TIME_PARTS + i][0], e->spans[TIME_PARTS + i][1]);
+    return days_from_civil(t[0], t[1], t[2]) * 86400 + t[3] * 3600 + t[4] * 60 + t[5];
+}
+
+static int64_t
+floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/* Append the bucket ``key`` summed in ``agg`` to ``out`` as (key, lines, count0, sum0, max0, …). */
+static int
+flush_bucket(PyObject *out, int64_t key, const int64_t agg[AGG])
+{
+    PyObject *item = PyTuple_New(AGG + 1);
+    if (item == NULL)
+        return -1;
+    PyTuple_SET_ITEM(item, 0, PyLong_FromLongLong(key));
+    for (int i = 0; i < AGG; i++)
+        PyTuple_SET_ITEM(item, i + 1, PyLong_FromLongLong(agg[i]));
+    for (int i = 0; i <= AGG; i++) {
+        if (PyTuple_GET_ITEM(item, i) == NULL) {
+            Py_DECREF(item);
+            return -1;
+        }
+    }
+    int rc = PyList_Append(out, item);
+    Py_DECREF(item);
+    return rc;
 }
 
 static void
@@ -224,13 +359,15 @@ is_request_line(TemplatesObject *self, const char *line, Py_ssize_t len, Templat
     return e != NULL && e->category == REQUEST && memchr(line, '\r', (size_t)len) == NULL;
 }
 
-/* scan(block, pos, heads, end) -> (end, lines, decode, prefill, access, request)
+/* scan(block, pos, heads, end, width=0) -> (end, lines, decode, prefill, access, request, buckets)
  * Consumes the lines of block[pos:end] while each is a statistics line: its template is a learned DECODE, PREFILL,
  * ACCESS (a 200) or BLANK one, or it is a request-log line by ``heads``. ``end`` is the offset
  * of the first line not consumed (``len(block)`` when all were), ``lines`` how many were. Each
  * category gives (count, first_index, first_offset, last_index, last_offset): indexes count
  * lines from ``pos``, offsets are byte offsets of line starts in ``block``; -1 when the
- * category has no line. */
+ * category has no line. With ``width`` > 0, ``buckets`` lists the decode lines of templates
+ * learned with a layout, summed per bucket of ``width`` seconds (key = time // width), one
+ * tuple (key, lines, count, sum, max of each figure) per run of lines in one bucket. */
 static PyObject *
 Templates_scan(TemplatesObject *self, PyObject *args)
 {
@@ -238,14 +375,21 @@ Templates_scan(TemplatesObject *self, PyObject *args)
     Py_ssize_t pos;
     TemplatesObject *heads;
     Py_ssize_t size;
-    if (!PyArg_ParseTuple(args, "y*nO!n:scan", &view, &pos, &TemplatesType, &heads, &size))
+    long long width = 0;
+    if (!PyArg_ParseTuple(args, "y*nO!n|L:scan", &view, &pos, &TemplatesType, &heads, &size, &width))
         return NULL;
     const char *data = view.buf;
-    if (size < 0 || size > view.len || pos < 0 || pos > size) {
+    if (size < 0 || size > view.len || pos < 0 || pos > size || width < 0) {
         PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "pos and end must satisfy 0 <= pos <= end <= len(block)");
+        PyErr_SetString(PyExc_ValueError, "pos and end must satisfy 0 <= pos <= end <= len(block), width >= 0");
         return NULL;
     }
+    PyObject *buckets = PyList_New(0);
+    if (buckets == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    int64_t key = 0, agg[AGG] = {0};
     Py_ssize_t lines = 0, counts[BLANK + 1] = {0};
     Py_ssize_t first[BLANK + 1], last[BLANK + 1], first_at[BLANK + 1], last_at[BLANK + 1];
     for (int c = 0; c <= BLANK; c++)
@@ -264,6 +408,28 @@ Templates_scan(TemplatesObject *self, PyObject *args)
             if (e == NULL)
                 break; /* a new template: the caller learns it */
             category = e->category;
+            if (category == DECODE && e->has_layout && width > 0) {
+                int64_t figures[FIGURES];
+                int64_t k = floor_div(line_point(line, e, figures), width);
+                if (agg[0] && k != key) {
+                    if (flush_bucket(buckets, key, agg) < 0)
+                        goto fail;
+                    memset(agg, 0, sizeof(agg));
+                }
+                if (!agg[0])
+                    for (int i = 0; i < FIGURES; i++)
+                        agg[3 + 3 * i] = -1;
+                key = k;
+                agg[0]++;
+                for (int i = 0; i < FIGURES; i++) {
+                    if (figures[i] < 0)
+                        continue;
+                    agg[1 + 3 * i]++;
+                    agg[2 + 3 * i] += figures[i];
+                    if (figures[i] > agg[3 + 3 * i])
+                        agg[3 + 3 * i] = figures[i];
+                }
+            }
             if (category == ACCESS && (self->ok_end_len == 0 || len < self->ok_end_len
                     || memcmp(line + len - self->ok_end_len, self->ok_end, (size_t)self->ok_end_len) != 0))
                 category = OTHER;
@@ -284,19 +450,29 @@ Templates_scan(TemplatesObject *self, PyObject *args)
         pos += len + 1;
     }
     PyBuffer_Release(&view);
+    if (agg[0] && flush_bucket(buckets, key, agg) < 0) {
+        Py_DECREF(buckets);
+        return NULL;
+    }
 #define PLACES(c) counts[c], first[c], first_at[c], last[c], last_at[c]
-    return Py_BuildValue("(nn(nnnnn)(nnnnn)(nnnnn)(nnnnn))", pos, lines, PLACES(DECODE), PLACES(PREFILL),
-                         PLACES(ACCESS), PLACES(REQUEST));
+    return Py_BuildValue("(nn(nnnnn)(nnnnn)(nnnnn)(nnnnn)N)", pos, lines, PLACES(DECODE), PLACES(PREFILL),
+                         PLACES(ACCESS), PLACES(REQUEST), buckets);
 #undef PLACES
+fail:
+    PyBuffer_Release(&view);
+    Py_DECREF(buckets);
+    return NULL;
 }
 
 static PyMethodDef Templates_methods[] = {
     {"add", (PyCFunction)Templates_add, METH_VARARGS,
-     "add(template, category): learn a template (digits as '0', no newline) and its category."},
+     "add(template, category, layout=()): learn a template (digits as '0', no newline), its category "
+     "and, for a decode template, the spans of its time parts and figures (serving.layout)."},
     {"scan", (PyCFunction)Templates_scan, METH_VARARGS,
-     "scan(block, pos, heads, end) -> (end, lines, decode, prefill, access, request): consume the "
-     "statistics lines of block[pos:end] (request-log lines by the templates of their "
-     "heads in heads); each category is (count, first_index, first_offset, last_index, last_offset)."},
+     "scan(block, pos, heads, end, width=0) -> (end, lines, decode, prefill, access, request, buckets): "
+     "consume the statistics lines of block[pos:end] (request-log lines by the templates of their "
+     "heads in heads); each category is (count, first_index, first_offset, last_index, last_offset); "
+     "buckets: the decode lines' figures summed per bucket of width seconds."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -333,7 +509,10 @@ PyInit__scan(void)
             || PyModule_AddIntConstant(module, "ACCESS", ACCESS) < 0
             || PyModule_AddIntConstant(module, "REQUEST", REQUEST) < 0
             || PyModule_AddIntConstant(module, "BLANK", BLANK) < 0
-            || PyModule_AddIntConstant(module, "MAX_TEMPLATE", MAX_TEMPLATE) < 0) {
+            || PyModule_AddIntConstant(module, "MAX_TEMPLATE", MAX_TEMPLATE) < 0
+            || PyModule_AddIntConstant(module, "TIME_PARTS", TIME_PARTS) < 0
+            || PyModule_AddIntConstant(module, "FIGURES", FIGURES) < 0
+            || PyModule_AddIntConstant(module, "NO_YEAR", NO_YEAR) < 0) {
         Py_DECREF(module);
         return NULL;
     }

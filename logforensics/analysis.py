@@ -240,7 +240,7 @@ class BulkStretch:
     def add_scanned(self, block: bytes, number: int, offset: int, scanned: tuple) -> None:
         """What ``Templates.scan`` consumed of ``block`` (``offset``: the block's; ``number``:
         that of the line before the first one scanned)."""
-        _end, lines, decode, prefill, access, request = scanned
+        _end, lines, decode, prefill, access, request, _buckets = scanned
         self.count += lines
         self.last_number = number + lines
         self.batches += decode[0] + prefill[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime
 
 import pytest
 from conftest import log_bytes
@@ -127,8 +128,8 @@ def test_c_scan_stops_at_the_first_line_it_does_not_know():
     table.add(b"[0] Decode batch 00", DECODE)
     table.add(b'[0] "GET / HTTP/0.0" 000 OK', ACCESS)
     block = b'[1] Decode batch 42\n[2] "GET / HTTP/1.1" 200 OK\n[3] Decode batch 17\n[4] "GET / HTTP/1.1" 500 OK\n'
-    end, lines, decode, prefill, access, request = table.scan(block, 0, heads, len(block))
-    assert block[end:].startswith(b'[4] "GET') and lines == 3
+    end, lines, decode, prefill, access, request, buckets = table.scan(block, 0, heads, len(block))
+    assert block[end:].startswith(b'[4] "GET') and lines == 3 and buckets == []  # no layout: no series
     assert decode == (2, 0, 0, 2, block.index(b"[3]")) and access == (1, 1, block.index(b"[2]"), 1, block.index(b"[2]"))
     assert prefill == request == (0, -1, -1, -1, -1)
     assert table.scan(block, end, heads, len(block))[1] == 0  # a 500 is not counted
@@ -141,6 +142,36 @@ def test_c_scan_stops_at_the_first_line_it_does_not_know():
     assert table.scan(block, 0, heads, block.index(b"[2]"))[:2] == (block.index(b"[2]"), 1)  # stops at end
     with pytest.raises(ValueError):
         table.add(b"x", 9)
+
+
+@needs_c_scan
+def test_c_scan_sums_every_decode_line_per_time_bucket_at_its_templates_layout():
+    """A decode template learned with its layout (where each time part and figure sits):
+    every line's time and figures are read there and summed per bucket of ``width`` seconds."""
+    lines = [b"[2026-02-28 23:59:58] Decode batch, token usage: 0.50, gen throughput (token/s): 12.25, #queue-req: 3",
+             b"[2026-02-28 23:59:59] Decode batch, token usage: 0.70, gen throughput (token/s): 10.75, #queue-req: 9",
+             b"[2026-03-01 00:00:01] Decode batch, token usage: 0.90, gen throughput (token/s): 20.00, #queue-req: 1"]
+    t = lines[0].translate(DIGITS)
+
+    def after(mark: bytes, n: int) -> tuple[int, int]:
+        return t.index(mark) + len(mark), n
+
+    # year, month, day, hour, minute, second; throughput, queue, usage, running (not printed)
+    spans = ((1, 4), (6, 2), (9, 2), (12, 2), (15, 2), (18, 2), after(b"(token/s): ", 5),
+             after(b"#queue-req: ", 1), after(b"token usage: ", 4), (0, 0))
+    table, heads = scan_table(), ScanTemplates()
+    table.add(t, DECODE, spans)
+    block = b"\n".join(lines) + b"\n"
+    *_, buckets = table.scan(block, 0, heads, len(block), 4)
+    at = int((datetime(2026, 2, 28, 23, 59, 58) - datetime(1970, 1, 1)).total_seconds())
+    # (key, lines, then count, sum, max of each figure in thousandths; -1: none)
+    assert buckets == [(at // 4, 2, 2, 23000, 12250, 2, 12000, 9000, 2, 1200, 700, 0, 0, -1),
+                       ((at + 3) // 4, 1, 1, 20000, 20000, 1, 1000, 1000, 1, 900, 900, 0, 0, -1)]
+    assert table.scan(block, 0, heads, len(block))[6] == []  # width 0: counted, not summed
+    with pytest.raises(ValueError):
+        table.add(t, DECODE, ((0, 1),))  # a layout has a span for every time part and figure
+    with pytest.raises(ValueError):
+        table.add(t, DECODE, ((len(t), 4),) * 10)  # outside the line
 
 
 @needs_c_scan
@@ -174,7 +205,7 @@ def test_c_scan_counts_request_lines_by_their_head():
     table.add(short.translate(DIGITS), OTHER)  # known, not statistics
     long = b"[2] Receive: obj=GenerateReqInput(text='" + b"x" * 3000 + b"')"  # over the template cap
     block = b"\n".join([short, long, b"[3] Receive: obj=x\r" + b"y" * 40, b"[4] Finish: obj=" + b"z" * 40]) + b"\n"
-    end, lines, *_, request = table.scan(block, 0, heads, len(block))
+    end, lines, *_, request, _buckets = table.scan(block, 0, heads, len(block))
     assert lines == 2 and request == (2, 0, 0, 1, len(short) + 1)
     assert block[end:].startswith(b"[3]")  # a carriage return: not counted
     assert table.scan(block, block.index(b"[4]"), heads, len(block))[1] == 0  # a head known as not a request line
@@ -185,17 +216,19 @@ def test_c_scan_counts_request_lines_by_their_head():
 @needs_c_scan
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=3000), st.integers(0, 3000),
-       st.lists(st.tuples(st.binary(max_size=60), st.integers(0, 5)), max_size=8))
-def test_c_scan_never_crashes_and_its_counts_add_up(block, pos, templates):
+       st.lists(st.tuples(st.binary(max_size=60), st.integers(0, 5)), max_size=8), st.integers(0, 100))
+def test_c_scan_never_crashes_and_its_counts_add_up(block, pos, templates, width):
     table, heads = scan_table(), ScanTemplates()
     for template, category in templates:
-        table.add(template.translate(DIGITS), category)
-        heads.add(template.translate(DIGITS), category)
+        t = template.translate(DIGITS)
+        table.add(t, category)
+        heads.add(t, category)
     pos = min(pos, len(block))
-    end, lines, *places = table.scan(block, pos, heads, len(block))
+    end, lines, *places, buckets = table.scan(block, pos, heads, len(block), width)
     assert pos <= end <= len(block) and block.count(b"\n", pos, end) == lines
     assert end == pos or block[end - 1 : end] == b"\n"
     assert sum(p[0] for p in places) <= lines
+    assert sum(b[1] for b in buckets) <= places[0][0]  # decode lines only
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])
