@@ -26,6 +26,7 @@ from .memory import memory_facts
 from .pipeline import EventStream, Source
 from .report import Report
 from .runs import PHASE_RANK, Run, RunTracker
+from .serving import layout, point
 from .sources import RawLine, SpecialLine, check_readable, iter_spans, read_chunks
 from .tracebacks import TracebackAssembler
 
@@ -322,6 +323,7 @@ class Analyzer:
         self.matcher = Matcher(self.catalog.for_dialect(dialect.name))
         self._bulk = BulkStretch(dialect.stats)
         self._templates: dict[bytes, int] = {b"": BLANK}  # fast path: template -> category
+        self._layouts: dict[bytes, tuple] = {}  # decode template -> where its figures are (serving.layout)
         self._request_heads: dict[bytes, int] = {}  # fast path: request-log head template -> category
         # the C scan's copies of the two tables above (None: the Python scan)
         self._scanner = self._scan_heads = None
@@ -435,7 +437,10 @@ class Analyzer:
         pos, i = start, 0  # byte offset and index of the next line
         while pos < end:
             if not assembler.has_open:
-                scanned = self._scanner.scan(block, pos, self._scan_heads, end)  # type: ignore[union-attr]
+                series = self.tracker.current.serving.series
+                width = series.width
+                scanned = self._scanner.scan(block, pos, self._scan_heads, end, width)  # type: ignore[union-attr]
+                series.add_buckets(scanned[6], width)
                 if scanned[1]:
                     bulk.add_scanned(block, number + i, offset, scanned)
                     pos, i = scanned[0], i + scanned[1]
@@ -480,6 +485,7 @@ class Analyzer:
                     if not bulk.add_segment(block, tl, cats, i, j, pos, end, number, offset):
                         _demote_non_200(block, tl, cats, i, j, pos, bulk.ok_end)
                         continue
+                    self._series_of_segment(block, tl, cats, i, j, pos)
                     i, pos = j, end
                     if i == n:
                         break
@@ -501,6 +507,21 @@ class Analyzer:
             pos += size + 1
         return n
 
+    def _series_of_segment(self, block: bytes, tl: list, cats: list, a: int, b: int, pos: int) -> None:
+        """Add the decode lines of lines ``a``..``b-1`` of ``block`` (the first at ``pos``) to
+        the run's series, as the C scan does (the Python scan's share of ``serving.Series``)."""
+        if DECODE not in cats[a:b]:
+            return
+        series = self.tracker.current.serving.series
+        layouts = self._layouts
+        for j in range(a, b):
+            t = tl[j]
+            if cats[j] == DECODE:
+                spans = layouts.get(t)
+                if spans is not None:
+                    series.add(*point(block[pos : pos + len(t)], spans))
+            pos += len(t) + 1
+
     def _learn(self, t: bytes, data: bytes) -> bool:
         """Learn the template ``t`` of the line ``data`` if it is new; True when it is a new
         statistics template (the line and its like are then counted, not fed)."""
@@ -508,8 +529,12 @@ class Analyzer:
         if len(t) > TEMPLATE_MAX_BYTES or t in known or not self._room_for_template():
             return False
         cat = known[t] = learn_template(self.events, data, t)
+        if cat == DECODE:
+            spans = layout(t, self.dialect.stats.series)
+            if spans is not None:
+                self._layouts[t] = spans
         if self._scanner is not None:
-            self._scanner.add(t, cat)
+            self._scanner.add(t, cat, self._layouts.get(t, ()))
         return cat != OTHER
 
     def _is_request_log(self, t: bytes, block: bytes, pos: int) -> bool:
@@ -547,7 +572,7 @@ class Analyzer:
         if self._scanner is not None:
             self._scanner = self._new_scan_table()
             for t, c in kept.items():
-                self._scanner.add(t, c)
+                self._scanner.add(t, c, self._layouts.get(t, ()))
         return len(known) < TEMPLATE_MAX_COUNT // 2
 
     def feed_fast(self, raw: RawLine) -> list[Event]:
@@ -561,6 +586,8 @@ class Analyzer:
         stats = self.dialect.stats
         if raw.eol and not raw.truncated and not self.events.assembler.has_open and (
                 not data or stats.decode in data or stats.prefill in data or stats.access_ok in data):
+            if data and stats.decode in data:
+                self.tracker.current.serving.series.add_line(data, stats.series)
             self._bulk.add(raw.number, raw.offset, data)
             self.lines, self.bytes = raw.number, raw.offset + len(data) + 1
             return []
@@ -577,8 +604,12 @@ class Analyzer:
         items = bulk.representatives()
         lines, size = self.lines, self.bytes
         events: list[Event] = []
-        for number, offset, data, _ in items:
-            events += self.feed(RawLine(number, offset, data))
+        self.tracker.replaying = True  # their decode lines are in the series already
+        try:
+            for number, offset, data, _ in items:
+                events += self.feed(RawLine(number, offset, data))
+        finally:
+            self.tracker.replaying = False
         self.lines, self.bytes = lines, size
         run = self.tracker.current
         run.last_line = max(run.last_line, bulk.last_number)

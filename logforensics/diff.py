@@ -87,12 +87,6 @@ class RunRecord:
                 "facts": {s: self.sections[s] for s in SECTIONS if s in self.sections}}
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def run_record(report: Report) -> RunRecord:
     """Reduce the explained run of ``report`` to its record."""
     run = report.run
@@ -181,11 +175,15 @@ def _serving(run, record: RunRecord) -> None:
     serving = getattr(run, "serving", None)
     if serving is not None:
         record.put("serving", "retractions", serving.retractions or None)
-        throughputs = serving.throughputs()
-        if throughputs:
-            record.put("serving", "median_gen_throughput", round(_median(throughputs), 2))
-        record.put("serving", "max_queue_req", serving.max_queue)
-        record.put("serving", "max_token_usage", serving.max_token_usage)
+        totals = serving.series.totals()  # every decode line's figures (serving.Series)
+        mean_tps, _ = totals["gen_throughput"]
+        if mean_tps is not None:
+            record.put("serving", "mean_gen_throughput", round(mean_tps, 2))
+        queue_max = totals["queue_req"][1]
+        record.put("serving", "max_queue_req", int(queue_max) if queue_max is not None else None)
+        usage_max = totals["token_usage"][1]
+        if usage_max is not None:
+            record.put("serving", "max_token_usage", round(usage_max / run.dialect.stats.usage_per_unit, 3))
     decode = run.last_decode or {}
     record.put("serving", "last_gen_throughput", decode.get("gen_throughput"))
     record.put("serving", "last_running_req", decode.get("running_req"))
@@ -276,7 +274,7 @@ def _rate(section: str, key: str, a: Any, b: Any, base: RunRecord, cand: RunReco
     if section == "model":
         return 75, "cause", "another model, precision or context size changes every figure after it"
     if section == "serving":
-        if key in ("median_gen_throughput", "last_gen_throughput") and pct is not None:
+        if key in ("mean_gen_throughput", "last_gen_throughput") and pct is not None:
             return (50 if pct <= -20 else 20), "outcome", f"generation throughput{change}"
         if key == "retractions":
             return 50, "outcome", "retracted requests are recomputed later: KV pool pressure"

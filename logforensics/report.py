@@ -131,7 +131,15 @@ def serving_json(run: Run) -> dict[str, Any] | None:
         "queue_req": decode.get("queue_req", prefill.get("queue_req")),
         "token_usage": decode.get("token_usage", decode.get("full_token_usage")),
         "gen_throughput": decode.get("gen_throughput"),
+        "series": series_json(run),
     }
+
+
+def series_json(run: Run) -> dict[str, Any] | None:
+    """The run's serving time series (``serving.Series``), None when no decode line was read."""
+    first = run.serving.first_decode
+    with_year = first is None or first.ts is None or (len(first.ts) >= 19 and first.ts[4] == "-")
+    return run.serving.series.to_json(run.dialect.stats.usage_per_unit, with_year)
 
 
 def unreadable_json(name: str, error: Exception) -> dict[str, Any]:

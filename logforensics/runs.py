@@ -135,6 +135,7 @@ class RunTracker:
         self.runs: list[Run] = []
         self._last_time: datetime | None = None
         self._jumped = False  # the clock went backwards since the last run boundary
+        self.replaying = False  # feeding the fast path's representatives (counted already)
 
     @property
     def current(self) -> Run:
@@ -215,6 +216,8 @@ class RunTracker:
                 run.last_prefill = f
             else:
                 run.last_decode = f
+                if not self.replaying:
+                    run.serving.series.add_line(event.line.text.encode(), dialect.stats.series)
             return
         if kind == "access_log":
             if f.get("status", 200) < 500:

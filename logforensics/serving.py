@@ -4,8 +4,15 @@
 every retraction, 5xx and health-check line (they always take the full path), and the
 statistics lines the fast path keeps (the first and last of each stretch). So the figures
 a finding is built on — retraction counts, the first prefill and decode, the last decode,
-the 5xx — are the same whether the file was scanned fast or line by line; the decode samples
-(``decode_samples``, bounded) only feed ``logx diff``'s throughput median.
+the 5xx — are the same whether the file was scanned fast or line by line.
+
+``Series`` is the run's serving time series (throughput, queue, token usage, running
+requests per time bucket), summed from *every* decode line: the C scan reads each line's
+figures at the places its template's ``layout`` gives, the Python scan and ``logx watch`` do
+the same with ``point``, and the full path adds the lines it reads itself (never the
+fast path's representatives, already counted). Integer sums and maxima, and buckets aligned
+to multiples of their width, make it the same whichever path read which line. Its memory is
+bounded: at most ``SERIES_BUCKETS`` buckets, pairs merged (width doubled) as the run grows.
 
 ``serving_findings`` turns them into warnings (a run fact here, a finding there: the runs
 stage reads this module, the findings stage that one).
@@ -13,7 +20,9 @@ stage reads this module, the findings stage that one).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 # the events ServingStats reads (besides plain lines, for JIT compilation, once serving began)
@@ -21,7 +30,6 @@ SERVING_KINDS = frozenset({"decode_batch", "prefill_batch", "kv_retract", "acces
                            "health_check_failed"})
 # the warnings made here (a curated catalog pattern with the same id is enriched instead)
 FINDING_IDS = ("decode_retraction_kv_pressure", "flashinfer_jit_first_request_latency", "http_5xx_burst")
-MAX_SAMPLES = 256  # decode samples kept (every other one is dropped when full: bounded, spread)
 RETRACTION_STORM = 3  # retraction lines before the KV pool counts as under pressure
 JIT_STALL_SECONDS = 20.0  # first prefill → first decode gap that is a stall, not a slow step
 JIT_WORDS = ("JIT", "Compiling", "ninja", "nvcc")  # kernels compiled on first use
@@ -53,24 +61,7 @@ class ServingStats:
     health_failures: int = 0
     jit_mark: Mark | None = None  # the first JIT-compilation line after the first prefill
     jit_decode: Mark | None = None  # the first decode step after it
-    decode_samples: list[dict[str, Any]] = field(default_factory=list)
-    _stride: int = 1
-    _seen: int = 0
-
-    @property
-    def max_queue(self) -> int | None:
-        values = [s["queue_req"] for s in self.decode_samples if isinstance(s.get("queue_req"), int)]
-        return max(values) if values else None
-
-    @property
-    def max_token_usage(self) -> float | None:
-        values = [s["token_usage"] for s in self.decode_samples
-                  if isinstance(s.get("token_usage"), int | float)]
-        return max(values) if values else None
-
-    def throughputs(self) -> list[float]:
-        return [s["gen_throughput"] for s in self.decode_samples
-                if isinstance(s.get("gen_throughput"), int | float)]
+    series: Series = field(default_factory=lambda: Series())
 
     def on_event(self, kind: str, fields: dict[str, Any], number: int, ts: str | None, text: str) -> None:
         if kind == "decode_batch":
@@ -78,7 +69,6 @@ class ServingStats:
                 self.jit_decode = Mark(number, ts, text)
             if self.first_decode is None:
                 self.first_decode, self.first_decode_fields = Mark(number, ts, text), fields
-            self._sample(fields)
         elif kind == "prefill_batch":
             if self.first_prefill is None:
                 self.first_prefill = Mark(number, ts, text)
@@ -102,16 +92,6 @@ class ServingStats:
         elif self.first_prefill is not None and self.jit_mark is None and any(word in text for word in JIT_WORDS):
             self.jit_mark = Mark(number, ts, text)
 
-    def _sample(self, fields: dict[str, Any]) -> None:
-        self._seen += 1
-        if self._seen % self._stride:
-            return
-        self.decode_samples.append({k: fields.get(k) for k in ("running_req", "queue_req",
-                                                                "token_usage", "gen_throughput")})
-        if len(self.decode_samples) >= MAX_SAMPLES:
-            self.decode_samples = self.decode_samples[::2]
-            self._stride *= 2
-
 
 def _ratio(text: str) -> tuple[float, float] | None:
     """``#new_token_ratio: 0.7000 -> 0.9500`` of a retraction line."""
@@ -123,3 +103,186 @@ def _ratio(text: str) -> tuple[float, float] | None:
         return float(a), float(b.split(",")[0].split()[0])
     except (ValueError, IndexError):
         return None
+
+
+# — the serving series ————————————————————————————————————————————————————————————
+
+SERIES_FIELDS = ("gen_throughput", "queue_req", "token_usage", "running_req")  # _scan.c's FIGURES
+TIME_PARTS = 6  # year, month, day, hour, minute, second (_scan.c's TIME_PARTS)
+NO_YEAR = 2000  # the year of a time printed without one (vLLM's "MM-DD"): a leap year, so Feb 29 fits
+SERIES_BUCKETS = 60  # buckets kept; more and pairs are merged
+SERIES_FIRST_WIDTH = 5  # seconds per bucket at first (doubled at each merge)
+_COUNTS = ("queue_req", "running_req")  # whole requests: their maxima are integers
+MAX_DIGITS = 18  # a longer figure is not read (it would overflow a 64-bit integer)
+_TIME = re.compile(rb"(?:(\d{4})-)?(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)")
+TIME_WINDOW = 160  # the time is in a line's prefix: its first bytes
+_FIGURE = frozenset(b"0123456789")
+
+Layout = tuple[tuple[int, int], ...]  # (offset, length) of each time part, then of each figure
+
+
+def layout(data: bytes, marks: tuple[tuple[bytes, ...], ...]) -> Layout | None:
+    """Where a decode line (or its template: digits sit at the same places) prints its time
+    parts and its ``SERIES_FIELDS`` figures (``marks``: the dialect's ``StatsMarks.series``);
+    length 0 = not printed. None without a time: such a line is not in the series."""
+    m = _TIME.search(data, 0, TIME_WINDOW)
+    if m is None:
+        return None
+    spans = [(m.start(i), m.end(i) - m.start(i)) if m.start(i) >= 0 else (0, 0)
+             for i in range(1, TIME_PARTS + 1)]
+    for alternatives in marks:
+        span = (0, 0)
+        for mark in alternatives:
+            at = data.find(mark)
+            if at < 0:
+                continue
+            at += len(mark)
+            end, dot = at, False
+            while end < len(data) and (data[end] in _FIGURE or (data[end] == 46 and not dot)):  # 46: "."
+                dot = dot or data[end] == 46
+                end += 1
+            if 0 < end - at <= MAX_DIGITS and data[at] in _FIGURE:
+                span = (at, end - at)
+            break
+        spans.append(span)
+    return tuple(spans)
+
+
+def milli(figure: bytes) -> int:
+    """``b"456.78"`` in thousandths (456780); decimals past the third are dropped."""
+    whole, _, frac = figure.partition(b".")
+    return int(whole or b"0") * 1000 + int((frac[:3] + b"000")[:3])
+
+
+def days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (the arithmetic of ``_scan.c``)."""
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m - 3 if m > 2 else m + 9) + 2) // 5 + d - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
+def point(data: bytes, spans: Layout) -> tuple[int, tuple[int, ...]]:
+    """The line's time (seconds since 1970 in the log's clock) and figures (milli-units, -1:
+    not printed), read at ``spans``."""
+    parts = [int(data[a:a + n]) if n else (NO_YEAR if i == 0 else 0)
+             for i, (a, n) in enumerate(spans[:TIME_PARTS])]
+    figures = tuple(milli(data[a:a + n]) if n else -1 for a, n in spans[TIME_PARTS:])
+    y, mo, d, h, mi, sec = parts
+    return days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec, figures
+
+
+@dataclass
+class Series:
+    """A run's decode lines per time bucket of ``width`` seconds (``buckets``: key = time //
+    width -> [lines, then count, sum, max of each figure], milli-units, max -1 when none)."""
+
+    width: int = SERIES_FIRST_WIDTH
+    buckets: dict[int, list[int]] = field(default_factory=dict)
+    lo: int = 0
+    hi: int = -1
+
+    def add(self, t: int, figures: tuple[int, ...]) -> None:
+        """One decode line at time ``t``."""
+        agg = self.buckets.get(t // self.width)
+        if agg is None:
+            agg = self._bucket(t // self.width)
+        agg[0] += 1
+        for i, v in enumerate(figures):
+            if v >= 0:
+                j = 1 + 3 * i
+                agg[j] += 1
+                agg[j + 1] += v
+                if v > agg[j + 2]:
+                    agg[j + 2] = v
+
+    def add_line(self, data: bytes, marks: tuple[tuple[bytes, ...], ...]) -> None:
+        """One decode line read whole (the full path, ``logx watch``)."""
+        spans = layout(data, marks)
+        if spans is not None:
+            self.add(*point(data, spans))
+
+    def add_buckets(self, buckets: list[tuple[int, ...]], width: int) -> None:
+        """What the C scan summed at ``width`` (no wider than this series'): ``(key, *agg)``."""
+        for key, *agg in buckets:
+            _combine(self._bucket(key * width // self.width), agg)
+
+    def _bucket(self, key: int) -> list[int]:
+        agg = self.buckets.get(key)
+        if agg is not None:
+            return agg
+        if not self.buckets:
+            self.lo = self.hi = key
+        self.lo, self.hi = min(self.lo, key), max(self.hi, key)
+        while self.hi - self.lo >= SERIES_BUCKETS:
+            self._merge()
+            key //= 2
+        return self.buckets.setdefault(key, [0] + [0, 0, -1] * len(SERIES_FIELDS))
+
+    def _merge(self) -> None:
+        merged: dict[int, list[int]] = {}
+        for key, agg in self.buckets.items():
+            have = merged.get(key // 2)
+            if have is None:
+                merged[key // 2] = agg
+            else:
+                _combine(have, agg)
+        self.buckets, self.width = merged, self.width * 2
+        self.lo, self.hi = self.lo // 2, self.hi // 2
+
+    @property
+    def lines(self) -> int:
+        return sum(agg[0] for agg in self.buckets.values())
+
+    def rows(self, usage_per_unit: float = 1.0) -> list[dict[str, Any]]:
+        """The buckets from first to last (empty ones included), in the units of the JSON:
+        tok/s, requests, token usage as a fraction of the pool."""
+        out = []
+        for key in range(self.lo, self.hi + 1) if self.buckets else ():
+            agg = self.buckets.get(key)
+            row: dict[str, Any] = {"start": key * self.width, "decode_lines": agg[0] if agg else 0}
+            for i, name in enumerate(SERIES_FIELDS):
+                n, total, top = agg[1 + 3 * i: 4 + 3 * i] if agg else (0, 0, -1)
+                scale = 1000 * (usage_per_unit if name == "token_usage" else 1)
+                digits = 3 if name == "token_usage" else 1
+                row[f"{name}_mean"] = round(total / n / scale, digits) if n else None
+                row[f"{name}_max"] = (top // 1000 if name in _COUNTS else round(top / scale, digits)) if n else None
+            out.append(row)
+        return out
+
+    def to_json(self, usage_per_unit: float = 1.0, with_year: bool = True) -> dict[str, Any] | None:
+        """``logx.report/1``'s ``serving.series`` (README: keys, bucket size, units)."""
+        if not self.buckets:
+            return None
+        rows = self.rows(usage_per_unit)
+        first = rows[0]["start"]
+        for row in rows:
+            row["offset_s"] = row.pop("start") - first
+        return {"bucket_seconds": self.width, "start": clock(first, with_year), "decode_lines": self.lines,
+                "buckets": [{"offset_s": r.pop("offset_s"), **r} for r in rows]}
+
+    def totals(self) -> dict[str, Any]:
+        """The whole run's mean and max of each figure (milli-units summed exactly)."""
+        out: dict[str, Any] = {}
+        for i, name in enumerate(SERIES_FIELDS):
+            aggs = [a for a in self.buckets.values() if a[1 + 3 * i]]
+            n = sum(a[1 + 3 * i] for a in aggs)
+            out[name] = (sum(a[2 + 3 * i] for a in aggs) / n / 1000 if n else None,
+                         max(a[3 + 3 * i] for a in aggs) / 1000 if n else None)
+        return out
+
+
+def clock(t: int, with_year: bool = True) -> str:
+    """``t`` (``point``'s seconds) as the log prints it: ``2026-03-01 00:00:01``, or
+    ``03-01 00:00:01`` for a log whose times have no year."""
+    text = (datetime(1970, 1, 1) + timedelta(seconds=t)).strftime("%Y-%m-%d %H:%M:%S")
+    return text if with_year else text[5:]
+
+
+def _combine(into: list[int], agg: list[int] | tuple[int, ...]) -> None:
+    into[0] += agg[0]
+    for j in range(1, len(into), 3):
+        into[j] += agg[j]
+        into[j + 1] += agg[j + 1]
+        into[j + 2] = max(into[j + 2], agg[j + 2])

@@ -30,7 +30,7 @@ def test_an_upgrade_that_shrank_the_kv_pool_and_changed_the_attention_backend():
     kv = c.causes[0]
     assert (kv.base, kv.cand) == (480000, 288000) and "40% fewer tokens" in kv.reason
     assert "flags.port" not in keys(c)  # same port; and noise flags never rank
-    assert c.outcomes[0].key == "median_gen_throughput"
+    assert c.outcomes[0].key == "mean_gen_throughput"
 
 
 def test_a_lower_cuda_graph_max_bs_ranks_first():

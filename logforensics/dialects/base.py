@@ -40,7 +40,10 @@ class StatsMarks:
     ``access_ok``: a successful HTTP access line holds it; ``ok_end``: how such a line ends
     (the C scan counts only those); ``request_mark``: the mark of a request-log line's head
     (``Receive: obj=``), found in its first ``request_window`` bytes of a line longer than
-    ``request_min_len``."""
+    ``request_min_len``. ``series``: for each of ``serving.SERIES_FIELDS`` (generation
+    throughput, queue, token usage, running requests), the marks a decode line prints just
+    before the figure (alternatives: the first one the line holds); ``usage_per_unit``: the
+    printed token usage of a full pool (1 for a fraction, 100 for a percentage)."""
 
     decode: bytes
     prefill: bytes
@@ -50,6 +53,8 @@ class StatsMarks:
     protocol: bytes = b"HTTP/"  # an access line holds it once, before its status
     request_min_len: int = 40
     request_window: int = 200
+    series: tuple[tuple[bytes, ...], ...] = ()
+    usage_per_unit: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)

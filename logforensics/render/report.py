@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ..findings import Finding
 from ..memory import build_ledger
-from ..report import Report, serving_json
+from ..report import Report, series_json, serving_json
 from ..runs import PHASES, Run
 from .memory import LedgerView
 from .status import status_block
@@ -54,10 +54,10 @@ def phase_timeline(run: Run, failed: bool) -> Text:
 
 def render(report: Report, console: Console, verbose: bool = False) -> None:
     """Print the report for a person."""
-    console.print(Group(*_sections(report, verbose)))
+    console.print(Group(*_sections(report, verbose, console.width)))
 
 
-def _sections(report: Report, verbose: bool) -> list:
+def _sections(report: Report, verbose: bool, console_width: int = 100) -> list:
     out: list = []
     run = report.run
     head = Text.assemble(("logx explain ", "bold"), (report.file, "bold underline"))
@@ -79,6 +79,9 @@ def _sections(report: Report, verbose: bool) -> list:
         out.extend(finding_panel(i, f) for i, f in enumerate(report.findings, 1))  # e.g. log_empty
         return out
     out.append(_run_summary(run, report))
+    series = serving_summary(run, console_width)
+    if series is not None:
+        out.append(series)
     ledger = build_ledger(run)
     if ledger.status == "touched":  # the memory ledger: where each rank's GPU memory went
         out.append(LedgerView(ledger))
@@ -152,8 +155,66 @@ def _run_summary(run: Run, report: Report) -> Table:
     serving = serving_json(run)
     if serving:
         table.add_row("Serving", escape(", ".join(f"{k}={v}" for k, v in serving.items()
-                                                   if v is not None)))
+                                                   if v is not None and k != "series")))
     return table
+
+
+# — the serving summary (serving.Series): one sparkline row per figure ————————————————
+
+SPARKS = "▁▂▃▄▅▆▇█"
+# (label, the series' key, the unit after the figures, digits)
+SPARK_ROWS = (("gen tok/s", "gen_throughput_mean", "", 0), ("queue", "queue_req_max", " req", 0),
+              ("token usage", "token_usage_max", "", 2))
+SPARK_MIN = 8  # narrower than this, a row says nothing
+
+
+def sparkline(values: list[float | None], top: float) -> str:
+    """One block per value, scaled from 0 to ``top`` (0-based, so steady noise stays flat);
+    a space for a bucket without a decode line."""
+    if top <= 0:
+        return "".join(" " if v is None else SPARKS[0] for v in values)
+    return "".join(" " if v is None else SPARKS[min(len(SPARKS) - 1, int(v / top * (len(SPARKS) - 1) + 0.5))]
+                   for v in values)
+
+
+def _squeeze(rows: list[dict[str, Any]], key: str, room: int) -> list[float | None]:
+    """The row's values, adjacent buckets combined (max) until they fit ``room`` blocks."""
+    values = [r[key] for r in rows]
+    step = -(-len(values) // room)
+    out = []
+    for i in range(0, len(values), step):
+        group = [v for v in values[i:i + step] if v is not None]
+        out.append(max(group) if group else None)
+    return out
+
+
+def serving_summary(run: Run, width: int) -> Group | None:
+    """The run's serving time series as sparklines, when it served (decode lines were read)."""
+    series = series_json(run)
+    if series is None:
+        return None
+    rows = series["buckets"]
+    lines = []
+    for label, key, unit, digits in SPARK_ROWS:
+        values = [r[key] for r in rows if r[key] is not None]
+        if values:
+            top = max(values)
+            lines.append((label, key, top,
+                          f"{values[0]:.{digits}f} → {values[-1]:.{digits}f}{unit} (max {top:.{digits}f})"))
+    label_width = max(len(label) for label, *_ in SPARK_ROWS) + 2
+    room = max(SPARK_MIN, min(len(rows), width - label_width - max((len(f) for *_, f in lines), default=0) - 2))
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold", no_wrap=True, min_width=label_width)
+    table.add_column(no_wrap=True)
+    table.add_column(style="dim")
+    for label, key, top, figures in lines:
+        shown = _squeeze(rows, key, room)
+        table.add_row(f"  {label}", Text(sparkline(shown, 1.0 if key == "token_usage_max" else top), style="cyan"),
+                      figures)
+    head = Text.assemble(("Serving series ", "bold"),
+                         f"{series['decode_lines']} decode lines from {series['start']}, "
+                         f"{len(rows)} buckets of {series['bucket_seconds']} s")
+    return Group(head, table)
 
 
 _QUIET_DEFAULTS = {"dp_size": 1, "pp_size": 1, "ep_size": 1, "nnodes": 1, "page_size": 1}
