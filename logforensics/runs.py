@@ -18,7 +18,7 @@ from .dialects import DEFAULT, PHASE_RANK, PHASES, Dialect
 from .dialects.base import version_tuple
 from .events import Event
 from .lines import parse_timestamp
-from .serving import SERVING_KINDS, ServingStats
+from .serving import HEALTH_PATHS, SERVING_KINDS, ServingStats
 from .tracebacks import Traceback
 
 __all__ = ["PHASES", "PHASE_RANK", "Run", "RunTracker", "phase_from_frames"]
@@ -207,6 +207,10 @@ class RunTracker:
         run.tail.append((event.number, event.line.text))
         if kind in SERVING_KINDS or (kind in ("line", "warning", "error_line") and run.batches):
             run.serving.on_event(kind, f, event.number, event.line.ts, event.line.text)
+        if kind == "health_check_failed" or (kind == "access_log" and f.get("status", 200) >= 500
+                                             and str(f.get("path", "")).startswith(HEALTH_PATHS)):
+            run.serving.on_health_failure(run.batches + run.requests - run.http_errors, run.ended_at,
+                                          event.number, event.line.ts, event.line.text, kind == "access_log")
         if kind in ("line", "error_line"):
             return
         if kind in ("prefill_batch", "decode_batch"):

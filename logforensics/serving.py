@@ -25,16 +25,27 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from .lines import parse_timestamp
+
 # the events ServingStats reads (besides plain lines, for JIT compilation, once serving began)
 SERVING_KINDS = frozenset({"decode_batch", "prefill_batch", "kv_retract", "access_log",
                            "health_check_failed"})
 # the warnings made here (a curated catalog pattern with the same id is enriched instead)
-FINDING_IDS = ("decode_retraction_kv_pressure", "flashinfer_jit_first_request_latency", "http_5xx_burst")
+FINDING_IDS = ("decode_retraction_kv_pressure", "flashinfer_jit_first_request_latency", "http_5xx_burst",
+               "serving_queue_growing", "serving_throughput_falling", "health_check_flapping")
 RETRACTION_STORM = 3  # retraction lines before the KV pool counts as under pressure
 JIT_STALL_SECONDS = 20.0  # first prefill → first decode gap that is a stall, not a slow step
 JIT_WORDS = ("JIT", "Compiling", "ninja", "nvcc")  # kernels compiled on first use
 HTTP_5XX_BURST = 5  # server errors in one run before they are a finding
 HTTP_5XX_SHARE = 0.05  # … and at least this share of the requests
+SERIES_MIN_BUCKETS = 6  # buckets with decode lines before the series' trends are read
+QUEUE_RISING_SHARE = 0.7  # the queue rose in at least this share of the steps between buckets …
+QUEUE_GROWN_MIN = 10  # … to at least this many waiting requests, at least twice the first
+THROUGHPUT_FALL = 0.6  # the last third's throughput at most this share of the first third's …
+THROUGHPUT_LOAD_HELD = 0.9  # … with at least this share of its running requests
+HEALTH_FLAPS = 3  # health-check failure episodes (the server answering in between) that are flapping
+HEALTH_EPISODE_GAP = 30.0  # seconds: failures closer than this are one episode
+HEALTH_PATHS = ("/health", "/health_generate", "/ping")  # a failed one of these is a failed health check
 
 
 @dataclass
@@ -58,10 +69,42 @@ class ServingStats:
     first_decode_fields: dict[str, Any] | None = None
     first_5xx: Mark | None = None
     last_5xx: Mark | None = None
-    health_failures: int = 0
+    health_lines: int = 0  # "Health check failed" lines
+    health_5xx: int = 0  # 5xx answers to a health path (SGLang prints both for one failed probe)
+    # failure episodes: health failures with the server answering (a batch or a good response) in
+    # between count apart; the first and last failure lines
+    health_episodes: int = 0
+    first_health_failure: Mark | None = None
+    last_health_failure: Mark | None = None
+    _served_at_last_failure: int = -1
+    _last_failure_time: str | None = None
     jit_mark: Mark | None = None  # the first JIT-compilation line after the first prefill
     jit_decode: Mark | None = None  # the first decode step after it
     series: Series = field(default_factory=lambda: Series())
+
+    @property
+    def health_failures(self) -> int:
+        """Failed health probes (the larger count: one probe may print a line and a 503)."""
+        return max(self.health_lines, self.health_5xx)
+
+    def on_health_failure(self, served: int, now: str | None, number: int, ts: str | None, text: str,
+                          answered: bool) -> None:
+        """A failed health check (its line or a 5xx answer to a health path). It starts a new
+        episode when the server answered since the last failure (``served``: the run's batches
+        and good responses so far) at least ``HEALTH_EPISODE_GAP`` later (``now``: the log's
+        latest time; access lines often print none); ``answered``: a 5xx answer, not a line."""
+        if answered:
+            self.health_5xx += 1
+        else:
+            self.health_lines += 1
+        last, at = parse_timestamp(self._last_failure_time), parse_timestamp(now)
+        close = last is not None and at is not None and (at - last).total_seconds() < HEALTH_EPISODE_GAP
+        if served != self._served_at_last_failure and not close:
+            self.health_episodes += 1
+        self._served_at_last_failure, self._last_failure_time = served, now
+        mark = Mark(number, ts, text)
+        self.first_health_failure = self.first_health_failure or mark
+        self.last_health_failure = mark
 
     def on_event(self, kind: str, fields: dict[str, Any], number: int, ts: str | None, text: str) -> None:
         if kind == "decode_batch":
@@ -87,8 +130,6 @@ class ServingStats:
             mark = Mark(number, ts, text)
             self.first_5xx = self.first_5xx or mark
             self.last_5xx = mark
-        elif kind == "health_check_failed":
-            self.health_failures += 1
         elif self.first_prefill is not None and self.jit_mark is None and any(word in text for word in JIT_WORDS):
             self.jit_mark = Mark(number, ts, text)
 
@@ -111,7 +152,7 @@ SERIES_FIELDS = ("gen_throughput", "queue_req", "token_usage", "running_req")  #
 TIME_PARTS = 6  # year, month, day, hour, minute, second (_scan.c's TIME_PARTS)
 NO_YEAR = 2000  # the year of a time printed without one (vLLM's "MM-DD"): a leap year, so Feb 29 fits
 SERIES_BUCKETS = 60  # buckets kept; more and pairs are merged
-SERIES_FIRST_WIDTH = 5  # seconds per bucket at first (doubled at each merge)
+SERIES_FIRST_WIDTH = 10  # seconds per bucket at first (doubled at each merge)
 _COUNTS = ("queue_req", "running_req")  # whole requests: their maxima are integers
 MAX_DIGITS = 18  # a longer figure is not read (it would overflow a 64-bit integer)
 _TIME = re.compile(rb"(?:(\d{4})-)?(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)")

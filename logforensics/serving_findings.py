@@ -15,12 +15,19 @@ from .findings import Finding
 from .lines import parse_timestamp
 from .memory import build_ledger
 from .serving import (
+    HEALTH_FLAPS,
     HTTP_5XX_BURST,
     HTTP_5XX_SHARE,
     JIT_STALL_SECONDS,
+    QUEUE_GROWN_MIN,
+    QUEUE_RISING_SHARE,
     RETRACTION_STORM,
+    SERIES_MIN_BUCKETS,
+    THROUGHPUT_FALL,
+    THROUGHPUT_LOAD_HELD,
     Mark,
     ServingStats,
+    clock,
 )
 
 
@@ -40,7 +47,7 @@ def findings(run, found: list[Finding], facts: dict[str, Any]) -> list[Finding]:
         return found
     out = list(found)
     by_id = {f.id: f for f in out}
-    for make in (_kv_pressure, _jit_stall, _http_5xx):
+    for make in (_kv_pressure, _jit_stall, _http_5xx, _queue_growing, _throughput_falling, _health_flapping):
         made = make(run, stats, facts)
         if made is None:
             continue
@@ -139,3 +146,142 @@ def _http_5xx(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | None
     ev = _evidence(first, last)
     return _warning(run, "http_5xx_burst", f"{n} requests failed with a server error (5xx)", ev, figures,
                     fix, {"http_5xx": n, "requests": run.requests})
+
+
+# — from the serving series (serving.Series) ————————————————————————————————————————
+
+
+def _buckets(run, stats: ServingStats) -> list[tuple[int, list[int]]]:
+    """The series' buckets that hold decode lines, in time order: ``(key, agg)``."""
+    return sorted(stats.series.buckets.items())
+
+
+def _mean(aggs: list[list[int]], field: int) -> float | None:
+    """The mean of figure ``field`` (serving.SERIES_FIELDS index) over ``aggs``, in its unit."""
+    n = sum(a[1 + 3 * field] for a in aggs)
+    return sum(a[2 + 3 * field] for a in aggs) / n / 1000 if n else None
+
+
+def _at(stats: ServingStats, key: int, with_year: bool) -> str:
+    return clock(key * stats.series.width, with_year)
+
+
+def _with_year(stats: ServingStats) -> bool:
+    ts = stats.first_decode.ts if stats.first_decode else None
+    return ts is None or (len(ts) >= 19 and ts[4] == "-")
+
+
+QUEUE, THROUGHPUT, USAGE, RUNNING = 1, 0, 2, 3  # serving.SERIES_FIELDS indexes
+
+
+def _queue_growing(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | None:
+    """#queue-req rising over most buckets while the server was decoding: requests arrive
+    faster than it finishes them."""
+    buckets = [(k, a) for k, a in _buckets(run, stats) if a[1 + 3 * QUEUE] and a[1 + 3 * RUNNING]]
+    if len(buckets) < SERIES_MIN_BUCKETS:
+        return None
+    queues = [a[2 + 3 * QUEUE] / a[1 + 3 * QUEUE] / 1000 for _, a in buckets]
+    rises = sum(b > a for a, b in zip(queues, queues[1:], strict=False))
+    falls = sum(b < a for a, b in zip(queues, queues[1:], strict=False))
+    if rises < QUEUE_RISING_SHARE * (len(queues) - 1) or falls > rises / 4 or queues[-1] < QUEUE_GROWN_MIN \
+            or queues[-1] < 2 * max(queues[0], 1.0):
+        return None
+    start = next(i for i, q in enumerate(queues) if q > queues[0])
+    first_key = buckets[max(0, start - 1)][0]
+    with_year = _with_year(stats)
+    running = _mean([a for _, a in buckets[-3:]], RUNNING) or 0.0
+    usage = (_mean([a for _, a in buckets[-3:]], USAGE) or 0.0) / run.dialect.stats.usage_per_unit
+    figures = (f"The queue grew in {rises} of {len(queues) - 1} steps of the serving series (buckets of "
+               f"{stats.series.width} s), from {queues[0]:.0f} to {queues[-1]:.0f} waiting requests, "
+               f"from {_at(stats, first_key, with_year)} on, while about {running:.0f} requests were running "
+               f"(token usage {usage:.2f}): requests arrive faster than the server finishes them.")
+    tokens = min((r.kv_tokens for r in build_ledger(run).ranks if r.kv_tokens), default=None)
+    if usage >= 0.85:
+        fix_figures = (f"The KV pool is {usage:.0%} full, so more running requests would not fit: give it more memory "
+                       "(a higher --mem-fraction-static, where the memory ledger shows free memory after the "
+                       "pools) or add replicas.")
+    elif running >= 1 and usage > 0:
+        target = int(running * 0.85 / usage)
+        fix_figures = (f"The KV pool is only {usage:.0%} full with {running:.0f} running"
+                       + (f" ({tokens} KV tokens, from the memory ledger)" if tokens else "")
+                       + f": --max-running-requests {target} lets more run at once (85% of the pool).")
+    else:
+        fix_figures = ""
+    fix = ("Raise --max-running-requests while the KV pool has room, else give the pool more memory "
+           "(--mem-fraction-static) or add replicas; a smaller --chunked-prefill-size keeps long prompts "
+           "from holding decode back, and --schedule-policy lpm reuses shared prefixes.")
+    first = Mark(0, None, f"(serving series) queue {queues[0]:.0f} at {_at(stats, buckets[0][0], with_year)} "
+                          f"-> {queues[-1]:.0f} at {_at(stats, buckets[-1][0], with_year)}")
+    ev = _evidence(stats.first_decode) + [Evidence(first.line, first.text)]
+    return _warning(run, "serving_queue_growing",
+                    f"The request queue only grew: {queues[0]:.0f} -> {queues[-1]:.0f} waiting", ev, figures,
+                    f"{fix} {fix_figures}".strip(),
+                    {"queue_first": round(queues[0], 1), "queue_last": round(queues[-1], 1),
+                     "rising_steps": rises, "steps": len(queues) - 1,
+                     "started_at": _at(stats, first_key, with_year)}, fix_figures)
+
+
+def _throughput_falling(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | None:
+    """Generation throughput fell while as many requests (or more) kept running."""
+    buckets = [(k, a) for k, a in _buckets(run, stats) if a[1 + 3 * THROUGHPUT] and a[1 + 3 * RUNNING]]
+    if len(buckets) < SERIES_MIN_BUCKETS:
+        return None
+    third = len(buckets) // 3
+    head, tail = [a for _, a in buckets[:third]], [a for _, a in buckets[-third:]]
+    tps_a, tps_b = _mean(head, THROUGHPUT) or 0.0, _mean(tail, THROUGHPUT) or 0.0
+    run_a, run_b = _mean(head, RUNNING) or 0.0, _mean(tail, RUNNING) or 0.0
+    if tps_a <= 0 or run_a < 1 or tps_b > THROUGHPUT_FALL * tps_a or run_b < THROUGHPUT_LOAD_HELD * run_a:
+        return None
+    with_year = _with_year(stats)
+    start = next(k for k, a in buckets[third:] if a[2 + 3 * THROUGHPUT] / a[1 + 3 * THROUGHPUT] / 1000
+                 < (tps_a + tps_b) / 2)
+    figures = (f"Generation throughput fell from {tps_a:.0f} to {tps_b:.0f} tok/s ({tps_b / tps_a - 1:+.0%}; "
+               f"the first and last thirds of the serving series) while the running requests went "
+               f"{run_a:.0f} -> {run_b:.0f}: the load held, each step got slower, from about "
+               f"{_at(stats, start, with_year)} on.")
+    graph_bs = run.args.get("cuda_graph_max_bs")
+    ledger_bs = max((r.graph_last_bs for r in build_ledger(run).ranks if r.graph_last_bs), default=None)
+    captured = graph_bs if isinstance(graph_bs, int) else ledger_bs
+    peak = max(a[3 + 3 * RUNNING] for _, a in buckets) // 1000
+    usage = (_mean(tail, USAGE) or 0.0) / run.dialect.stats.usage_per_unit
+    if isinstance(captured, int) and peak > captured:
+        fix_figures = (f"Up to {peak} requests ran in a decode batch but CUDA graphs were captured only up to "
+                       f"batch size {captured}: larger batches ran without graphs. --cuda-graph-max-bs {peak} "
+                       "(its graphs take memory: the memory ledger shows the room after the pools).")
+    elif usage >= 0.9:
+        fix_figures = (f"The KV pool was {usage:.0%} full in the last third: long contexts slow each step and the "
+                       "scheduler retracts; cap --max-running-requests or give the pool more memory "
+                       "(--mem-fraction-static).")
+    else:
+        fix_figures = ""
+    fix = ("Check what changed as it slowed: batches outside CUDA graphs (--cuda-graph-max-bs), KV pressure "
+           "(--max-running-requests, --mem-fraction-static), long prefills between decode steps "
+           "(a smaller --chunked-prefill-size), or the scheduling order (--schedule-policy).")
+    ev = _evidence(stats.first_decode) + [Evidence(0, f"(serving series) {tps_a:.0f} -> {tps_b:.0f} tok/s with "
+                                                     f"{run_a:.0f} -> {run_b:.0f} running")]
+    return _warning(run, "serving_throughput_falling",
+                    f"Throughput fell {1 - tps_b / tps_a:.0%} while the load held", ev, figures,
+                    f"{fix} {fix_figures}".strip(),
+                    {"gen_throughput_first": round(tps_a, 1), "gen_throughput_last": round(tps_b, 1),
+                     "running_first": round(run_a, 1), "running_last": round(run_b, 1),
+                     "started_at": _at(stats, start, with_year)}, fix_figures)
+
+
+def _health_flapping(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | None:
+    """Health checks failing, then passing, then failing again: a watchdog or load balancer
+    takes the server in and out of rotation."""
+    if stats.health_episodes < HEALTH_FLAPS or stats.first_health_failure is None:
+        return None
+    first, last = stats.first_health_failure, stats.last_health_failure or stats.first_health_failure
+    span = _seconds(first.ts, last.ts)
+    figures = (f"The health check failed {stats.health_failures} times in {stats.health_episodes} separate "
+               f"episodes, the server answering in between, from {_when(first)} to {_when(last)}"
+               + (f" ({span:.0f} s)" if span else "") + ": it is alive but too slow to answer in time, so a "
+               "watchdog or load balancer keeps taking it out of rotation and back.")
+    fix = ("Find what stalls the scheduler at those times (long prefills: a smaller --chunked-prefill-size; "
+           "overload: cap --max-running-requests so requests queue instead of timing out the health "
+           "check); give the probe a longer timeout or --health-check-timeout where the release has it.")
+    return _warning(run, "health_check_flapping",
+                    f"The health check flapped: {stats.health_episodes} failure episodes", _evidence(first, last),
+                    figures, fix, {"health_failures": stats.health_failures,
+                                   "health_episodes": stats.health_episodes})

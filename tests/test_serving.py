@@ -46,6 +46,38 @@ def test_a_5xx_burst():
     assert "14 of 34 requests (41%)" in f.explanation and f.severity == "warning"
 
 
+def test_a_queue_that_only_grows_with_room_in_the_pool_says_how_many_more_can_run():
+    found, report = findings("serving_queue_growing__capped_running_requests.log")
+    f = found["serving_queue_growing"]
+    assert f.severity == "warning" and report.verdict == "ready"
+    assert "from 0 to 168 waiting requests" in f.explanation and "2026-07-02 09:01:00" in f.explanation
+    # 128 running fill 40% of the 480000-token pool: 128 × 0.85 / 0.40 = 272
+    assert "--max-running-requests 272" in f.fix and "480000 KV tokens" in f.fix
+
+
+def test_throughput_falling_while_the_load_holds_names_the_batches_past_the_captured_graphs():
+    found, _ = findings("serving_throughput_falling__batches_past_cuda_graph_max_bs.log")
+    f = found["serving_throughput_falling"]
+    assert f.severity == "warning" and "fell from 2269 to 1292 tok/s" in f.explanation
+    assert "--cuda-graph-max-bs 142" in f.fix and "captured only up to batch size 64" in f.fix
+
+
+@pytest.mark.parametrize("name, failures, episodes", [
+    ("health_check_flapping__detokenizer_timeouts.log", 8, 4),  # a line and a 503 per failed probe
+    ("vllm/health_check_flapping__probe_503_under_load.log", 6, 3),  # access lines without a time
+])
+def test_a_flapping_health_check_counts_its_episodes(name, failures, episodes):
+    found, _ = findings(name)
+    f = found["health_check_flapping"]
+    assert (f.facts["health_failures"], f.facts["health_episodes"]) == (failures, episodes)
+    assert f.severity == "warning"
+
+
+def test_one_stretch_of_health_failures_is_not_flapping():
+    found, _ = findings("health_check_failed__busy_scheduler.log")
+    assert "health_check_flapping" not in found
+
+
 def test_healthy_bursty_and_quiet_runs_stay_clean():
     for name in ("none__short_burst_serving.log", "none__healthy_tp2_serving.log",
                  "none__healthy_tp1.log", "none__healthy_dp2_attention.log", "none__quiet_server_health_checks.log"):
@@ -151,11 +183,12 @@ def test_a_decode_line_is_read_where_its_template_prints_each_figure():
 def test_the_serving_summary_is_a_sparkline_row_per_figure_within_the_width():
     report = explain(FIXTURES / "decode_retraction_kv_pressure__retraction_storm.log")
     series = report.to_json()["runs"][-1]["serving"]["series"]
-    assert series["bucket_seconds"] == 5 and series["decode_lines"] == 34
-    assert series["buckets"][0] == {"offset_s": 0, "decode_lines": 1, "gen_throughput_mean": 2400.0,
+    assert series["bucket_seconds"] == 10 and series["decode_lines"] == 34
+    # the fixture's first two decode lines (usage 0.55 and 0.59, 60 and 64 running) share a bucket
+    assert series["buckets"][0] == {"offset_s": 0, "decode_lines": 2, "gen_throughput_mean": 2400.0,
                                     "gen_throughput_max": 2400.0, "queue_req_mean": 0.0, "queue_req_max": 0,
-                                    "token_usage_mean": 0.55, "token_usage_max": 0.55,
-                                    "running_req_mean": 60.0, "running_req_max": 60}
+                                    "token_usage_mean": 0.57, "token_usage_max": 0.59,
+                                    "running_req_mean": 62.0, "running_req_max": 64}
     console = Console(width=60, record=True, color_system=None)
     console.print(serving_summary(report.run, 60))
     text = console.export_text()
