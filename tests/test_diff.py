@@ -98,3 +98,16 @@ def test_a_flag_is_listed_when_the_log_shows_no_fact_it_sets(tmp_path):
 
     c = diff_logs([log("a.log", 256), log("b.log", 32)])
     assert [(d.key, d.base, d.cand) for d in c.causes if d.score > 0] == [("cuda_graph_max_bs", 256, 32)]
+
+
+def test_sglang_against_vllm_compares_the_facts_both_have():
+    """Across dialects the serving figures are in one unit: vLLM's KV usage percentage is a
+    fraction of the pool, as SGLang's token usage is."""
+    c = diff_logs([str(FIXTURES / "none__healthy_tp2_serving.log"),
+                   str(FIXTURES / "vllm" / "health_check_flapping__probe_503_under_load.log")])
+    by_key = {f"{d.section}.{d.key}": d for d in c.differences}
+    assert (by_key["server.name"].base, by_key["server.name"].cand) == ("sglang", "vllm")
+    assert by_key["serving.max_token_usage"].cand == 0.125  # "KV cache usage: 12.5%"
+    # every statistics line: 10 × 48, 9 × 49, 9 × 50 tok/s is 1371 / 28
+    assert by_key["serving.mean_gen_throughput"].cand == 48.96
+    assert "serving" in c.to_json()["common_sections"]
