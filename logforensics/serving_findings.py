@@ -22,6 +22,7 @@ from .serving import (
     QUEUE_GROWN_MIN,
     QUEUE_RISING_SHARE,
     RETRACTION_STORM,
+    SERIES_FIELDS,
     SERIES_MIN_BUCKETS,
     THROUGHPUT_FALL,
     THROUGHPUT_LOAD_HELD,
@@ -34,6 +35,12 @@ from .serving import (
 def _seconds(a: str | None, b: str | None) -> float | None:
     ta, tb = (parse_timestamp(a) if a else None), (parse_timestamp(b) if b else None)
     return (tb - ta).total_seconds() if ta is not None and tb is not None else None
+
+
+def _stretch(first: Mark, last: Mark | None) -> tuple[Mark, Mark, float | None]:
+    """A stretch of lines from ``first`` to ``last`` (None: the same line), and its seconds."""
+    last = last or first
+    return first, last, _seconds(first.ts, last.ts)
 
 
 def _when(mark: Mark) -> str:
@@ -81,8 +88,7 @@ def _kv_pressure(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | N
     """Repeated retractions: the KV pool is too small for the load."""
     if stats.retractions < RETRACTION_STORM or stats.first_retraction is None:
         return None
-    first, last = stats.first_retraction, stats.last_retraction or stats.first_retraction
-    span = _seconds(first.ts, last.ts)
+    first, last, span = _stretch(stats.first_retraction, stats.last_retraction)
     figures = (f"The scheduler retracted requests {stats.retractions} times ({stats.retracted_reqs} "
                f"requests in all) from {_when(first)}"
                + (f" over {span:.0f} s" if span else "") + ".")
@@ -151,13 +157,17 @@ def _http_5xx(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | None
 # — from the serving series (serving.Series) ————————————————————————————————————————
 
 
-def _buckets(run, stats: ServingStats) -> list[tuple[int, list[int]]]:
-    """The series' buckets that hold decode lines, in time order: ``(key, agg)``."""
-    return sorted(stats.series.buckets.items())
+THROUGHPUT, QUEUE, USAGE, RUNNING = (SERIES_FIELDS.index(name) for name in
+                                     ("gen_throughput", "queue_req", "token_usage", "running_req"))
+
+
+def _buckets(stats: ServingStats, *fields: int) -> list[tuple[int, list[int]]]:
+    """The series' buckets, in time order (``(key, agg)``), that hold each of ``fields``."""
+    return [(k, a) for k, a in sorted(stats.series.buckets.items()) if all(a[1 + 3 * f] for f in fields)]
 
 
 def _mean(aggs: list[list[int]], field: int) -> float | None:
-    """The mean of figure ``field`` (serving.SERIES_FIELDS index) over ``aggs``, in its unit."""
+    """The mean of figure ``field`` (a ``SERIES_FIELDS`` index) over ``aggs``, in its printed unit."""
     n = sum(a[1 + 3 * field] for a in aggs)
     return sum(a[2 + 3 * field] for a in aggs) / n / 1000 if n else None
 
@@ -171,16 +181,13 @@ def _with_year(stats: ServingStats) -> bool:
     return ts is None or (len(ts) >= 19 and ts[4] == "-")
 
 
-QUEUE, THROUGHPUT, USAGE, RUNNING = 1, 0, 2, 3  # serving.SERIES_FIELDS indexes
-
-
 def _queue_growing(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | None:
     """#queue-req rising over most buckets while the server was decoding: requests arrive
     faster than it finishes them."""
-    buckets = [(k, a) for k, a in _buckets(run, stats) if a[1 + 3 * QUEUE] and a[1 + 3 * RUNNING]]
+    buckets = _buckets(stats, QUEUE, RUNNING)
     if len(buckets) < SERIES_MIN_BUCKETS:
         return None
-    queues = [a[2 + 3 * QUEUE] / a[1 + 3 * QUEUE] / 1000 for _, a in buckets]
+    queues = [_mean([a], QUEUE) or 0.0 for _, a in buckets]
     rises = sum(b > a for a, b in zip(queues, queues[1:], strict=False))
     falls = sum(b < a for a, b in zip(queues, queues[1:], strict=False))
     if rises < QUEUE_RISING_SHARE * (len(queues) - 1) or falls > rises / 4 or queues[-1] < QUEUE_GROWN_MIN \
@@ -202,17 +209,22 @@ def _queue_growing(run, stats: ServingStats, facts: dict[str, Any]) -> Finding |
                        "pools) or add replicas.")
     elif running >= 1 and usage > 0:
         target = int(running * 0.85 / usage)
-        fix_figures = (f"The KV pool is only {usage:.0%} full with {running:.0f} running"
-                       + (f" ({tokens} KV tokens, from the memory ledger)" if tokens else "")
-                       + f": --max-running-requests {target} lets more run at once (85% of the pool).")
+        if tokens:
+            each = int(tokens * usage / running)
+            fix_figures = (f"The KV pool is only {usage:.0%} full: {running:.0f} running requests hold ~{each} of its "
+                           f"{tokens} tokens each (the memory ledger), so --max-running-requests {target} lets more "
+                           f"run at once ({target} × {each} = {target * each} tokens, 85% of the pool).")
+        else:
+            fix_figures = (f"The KV pool is only {usage:.0%} full with {running:.0f} running: "
+                           f"--max-running-requests {target} lets more run at once (85% of the pool).")
     else:
         fix_figures = ""
     fix = ("Raise --max-running-requests while the KV pool has room, else give the pool more memory "
            "(--mem-fraction-static) or add replicas; a smaller --chunked-prefill-size keeps long prompts "
            "from holding decode back, and --schedule-policy lpm reuses shared prefixes.")
-    first = Mark(0, None, f"(serving series) queue {queues[0]:.0f} at {_at(stats, buckets[0][0], with_year)} "
-                          f"-> {queues[-1]:.0f} at {_at(stats, buckets[-1][0], with_year)}")
-    ev = _evidence(stats.first_decode) + [Evidence(first.line, first.text)]
+    ev = _evidence(stats.first_decode) + [Evidence(0, f"(serving series) queue {queues[0]:.0f} at "
+                                                     f"{_at(stats, buckets[0][0], with_year)} -> {queues[-1]:.0f} "
+                                                     f"at {_at(stats, buckets[-1][0], with_year)}")]
     return _warning(run, "serving_queue_growing",
                     f"The request queue only grew: {queues[0]:.0f} -> {queues[-1]:.0f} waiting", ev, figures,
                     f"{fix} {fix_figures}".strip(),
@@ -223,7 +235,7 @@ def _queue_growing(run, stats: ServingStats, facts: dict[str, Any]) -> Finding |
 
 def _throughput_falling(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | None:
     """Generation throughput fell while as many requests (or more) kept running."""
-    buckets = [(k, a) for k, a in _buckets(run, stats) if a[1 + 3 * THROUGHPUT] and a[1 + 3 * RUNNING]]
+    buckets = _buckets(stats, THROUGHPUT, RUNNING)
     if len(buckets) < SERIES_MIN_BUCKETS:
         return None
     third = len(buckets) // 3
@@ -233,21 +245,21 @@ def _throughput_falling(run, stats: ServingStats, facts: dict[str, Any]) -> Find
     if tps_a <= 0 or run_a < 1 or tps_b > THROUGHPUT_FALL * tps_a or run_b < THROUGHPUT_LOAD_HELD * run_a:
         return None
     with_year = _with_year(stats)
-    start = next(k for k, a in buckets[third:] if a[2 + 3 * THROUGHPUT] / a[1 + 3 * THROUGHPUT] / 1000
-                 < (tps_a + tps_b) / 2)
+    start = next(k for k, a in buckets[third:] if (_mean([a], THROUGHPUT) or 0.0) < (tps_a + tps_b) / 2)
     figures = (f"Generation throughput fell from {tps_a:.0f} to {tps_b:.0f} tok/s ({tps_b / tps_a - 1:+.0%}; "
                f"the first and last thirds of the serving series) while the running requests went "
                f"{run_a:.0f} -> {run_b:.0f}: the load held, each step got slower, from about "
                f"{_at(stats, start, with_year)} on.")
     graph_bs = run.args.get("cuda_graph_max_bs")
-    ledger_bs = max((r.graph_last_bs for r in build_ledger(run).ranks if r.graph_last_bs), default=None)
+    ranks = build_ledger(run).ranks
+    ledger_bs = max((r.graph_last_bs for r in ranks if r.graph_last_bs), default=None)
     captured = graph_bs if isinstance(graph_bs, int) else ledger_bs
     peak = max(a[3 + 3 * RUNNING] for _, a in buckets) // 1000
     usage = (_mean(tail, USAGE) or 0.0) / run.dialect.stats.usage_per_unit
     if isinstance(captured, int) and peak > captured:
         fix_figures = (f"Up to {peak} requests ran in a decode batch but CUDA graphs were captured only up to "
-                       f"batch size {captured}: larger batches ran without graphs. --cuda-graph-max-bs {peak} "
-                       "(its graphs take memory: the memory ledger shows the room after the pools).")
+                       f"batch size {captured}: larger batches ran without graphs. --cuda-graph-max-bs {peak}"
+                       + _graph_room(ranks, captured, peak) + ".")
     elif usage >= 0.9:
         fix_figures = (f"The KV pool was {usage:.0%} full in the last third: long contexts slow each step and the "
                        "scheduler retracts; cap --max-running-requests or give the pool more memory "
@@ -267,13 +279,26 @@ def _throughput_falling(run, stats: ServingStats, facts: dict[str, Any]) -> Find
                      "started_at": _at(stats, start, with_year)}, fix_figures)
 
 
+def _graph_room(ranks: list, captured: int, wanted: int) -> str:
+    """Whether graphs up to ``wanted`` fit, from the ledger: their memory grows about with the
+    largest batch size (the captured graphs' × wanted / captured) against the free memory after them."""
+    known = [r for r in ranks if r.graph_gib and r.avail_after_graphs_gib is not None]
+    if not known:
+        return " (its graphs take memory: check the free memory after the graphs)"
+    r = min(known, key=lambda r: r.avail_after_graphs_gib)
+    more = r.graph_gib * wanted / captured - r.graph_gib
+    verdict = "fits" if more < r.avail_after_graphs_gib else "does not fit: lower --mem-fraction-static first"
+    return (f" (graphs take {r.graph_gib:.2f} GiB up to {captured}, so about {r.graph_gib:.2f} × {wanted} / "
+            f"{captured} − {r.graph_gib:.2f} = {more:.2f} GiB more, against {r.avail_after_graphs_gib:.2f} GiB free "
+            f"after the graphs on {r.rank}: it {verdict})")
+
+
 def _health_flapping(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | None:
     """Health checks failing, then passing, then failing again: a watchdog or load balancer
     takes the server in and out of rotation."""
     if stats.health_episodes < HEALTH_FLAPS or stats.first_health_failure is None:
         return None
-    first, last = stats.first_health_failure, stats.last_health_failure or stats.first_health_failure
-    span = _seconds(first.ts, last.ts)
+    first, last, span = _stretch(stats.first_health_failure, stats.last_health_failure)
     figures = (f"The health check failed {stats.health_failures} times in {stats.health_episodes} separate "
                f"episodes, the server answering in between, from {_when(first)} to {_when(last)}"
                + (f" ({span:.0f} s)" if span else "") + ": it is alive but too slow to answer in time, so a "

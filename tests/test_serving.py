@@ -51,8 +51,8 @@ def test_a_queue_that_only_grows_with_room_in_the_pool_says_how_many_more_can_ru
     f = found["serving_queue_growing"]
     assert f.severity == "warning" and report.verdict == "ready"
     assert "from 0 to 168 waiting requests" in f.explanation and "2026-07-02 09:01:00" in f.explanation
-    # 128 running fill 40% of the 480000-token pool: 128 × 0.85 / 0.40 = 272
-    assert "--max-running-requests 272" in f.fix and "480000 KV tokens" in f.fix
+    # 128 running fill 40% of the 480000-token pool (the ledger): 128 × 0.85 / 0.40 = 272
+    assert "--max-running-requests 272" in f.fix and "272 × 1500 = 408000 tokens, 85% of the pool" in f.fix
 
 
 def test_throughput_falling_while_the_load_holds_names_the_batches_past_the_captured_graphs():
@@ -60,6 +60,8 @@ def test_throughput_falling_while_the_load_holds_names_the_batches_past_the_capt
     f = found["serving_throughput_falling"]
     assert f.severity == "warning" and "fell from 2269 to 1292 tok/s" in f.explanation
     assert "--cuda-graph-max-bs 142" in f.fix and "captured only up to batch size 64" in f.fix
+    # the ledger: 0.90 GiB of graphs up to 64, 3.95 GiB free after them
+    assert "0.90 × 142 / 64 − 0.90 = 1.10 GiB more, against 3.95 GiB free" in f.fix and "it fits" in f.fix
 
 
 @pytest.mark.parametrize("name, failures, episodes", [
