@@ -16,8 +16,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .dialects.base import version_tuple
 from .memory import build_ledger
 from .report import Report
+from .sites import default_change
 
 SCHEMA = "logx.diff/1"
 SECTIONS = ("server", "model", "backends", "cuda_graph", "memory", "serving", "ending", "flags")
@@ -71,6 +73,8 @@ class RunRecord:
     runs_in_file: int
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     lines: dict[tuple[str, str], int] = field(default_factory=dict)
+    dialect: str = ""
+    release: tuple = (None, None)  # (oldest, newest) release the run can be, as version tuples
 
     def put(self, section: str, key: str, value: Any, line: int = 0) -> None:
         if value is None:
@@ -94,6 +98,9 @@ def run_record(report: Report) -> RunRecord:
     if run is None:
         return record
     record.put("server", "name", run.dialect.name)
+    record.dialect = run.dialect.name
+    exact = version_tuple(run.server_version)
+    record.release = (exact, exact) if exact else run.version_bounds
     record.put("server", "version", run.server_version or (
         f"{run.version_range} (from the log format)" if run.version_range else None))
     args = run.args
@@ -158,7 +165,7 @@ def _memory(run, record: RunRecord) -> None:
     record.put("memory", "free_after_graphs_gib", r.avail_after_graphs_gib)
     record.put("memory", "mem_fraction_static", ledger.mem_fraction_static)
     budget = r.budget or {}
-    keys = ("max_running_requests", "chunked_prefill_size", "context_len")
+    keys: tuple[str, ...] = ("max_running_requests", "chunked_prefill_size", "context_len")
     if record.get("memory", "kv_tokens") is None:
         keys = ("max_total_num_tokens", *keys)
     for key in keys:
@@ -222,6 +229,11 @@ def _pct(a: Any, b: Any) -> float | None:
 
 def _rate(section: str, key: str, a: Any, b: Any, base: RunRecord, cand: RunRecord) -> tuple[int, str, str]:
     """``(score, kind, reason)`` for one differing fact."""
+    changed_in = (default_change(key, a, b, base.release, cand.release)
+                  if section in ("flags", "backends", "memory") and base.dialect == cand.dialect == "sglang" else None)
+    if changed_in:
+        return 80, "cause", (f"a new version's changed default: SGLang {changed_in} changed {key}'s default from "
+                             f"{a!r} to {b!r} (the release index): the upgrade changed it, not a flag")
     pct = _pct(a, b)
     change = f" ({pct:+.0f}%)" if pct is not None else ""
     if section == "memory" and key in ("kv_tokens", "max_total_num_tokens"):
@@ -291,7 +303,7 @@ def _rate(section: str, key: str, a: Any, b: Any, base: RunRecord, cand: RunReco
     note = "" if _same_release(base, cand) else " (set differently, or a default the new release changed)"
     if key in HOT_FLAGS:
         return 60, "cause", "sizes or schedules the hot path" + note
-    return 15, "cause", "set differently" + note
+    return 15, "cause", "set differently" + (note.replace(" (set differently, or", " (or") if note else "")
 
 
 def _same_release(base: RunRecord, cand: RunRecord) -> bool:

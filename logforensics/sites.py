@@ -472,3 +472,39 @@ def _words(node, negate: bool) -> str:
     if isinstance(node, ast.Name | ast.Attribute):
         return f"{text} is {'off' if negate else 'on'}"
     return f"not {text}" if negate else text
+
+
+# — ServerArgs defaults that changed between releases (data/sglang_defaults.json) ——————————
+
+
+def release_key(version: str) -> tuple[int, ...]:
+    """``"0.5.3.post3"`` -> ``(0, 5, 3, 3)``, ``"0.5.4"`` -> ``(0, 5, 4, 0)``: releases in order."""
+    parts = [int(p) for p in re.findall(r"\d+", version)[:4]]
+    return tuple(parts + [0] * (4 - len(parts)))
+
+
+@cache
+def _default_changes() -> dict[str, list]:
+    raw = resources.files("logforensics").joinpath("data/sglang_defaults.json").read_text()
+    return json.loads(raw)["changes"]
+
+
+Bounds = tuple[tuple[int, ...] | None, tuple[int, ...] | None]
+
+
+def default_change(field: str, old: object, new: object, base: Bounds, cand: Bounds) -> str | None:
+    """The release whose ``ServerArgs`` changed ``field``'s default from ``old`` to ``new``,
+    when the baseline's release (``(low, high)``, None: unbounded) can be older than it and the
+    candidate's not; None when the index knows no such change (many defaults are resolved at
+    start-up, not written in the dataclass: those it cannot know)."""
+    def key(bound: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        return release_key(".".join(map(str, bound))) if bound else None
+
+    base_low, cand_high = key(base[0]), key(cand[1])
+    for release, was, now in _default_changes().get(field, ()):
+        if was != old or now != new or type(was) is not type(old) or type(now) is not type(new):
+            continue
+        r = release_key(release)
+        if (base_low is None or base_low < r) and (cand_high is None or r <= cand_high):
+            return release
+    return None

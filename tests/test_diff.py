@@ -85,7 +85,7 @@ def text_of(comparison) -> str:
 
 
 def test_diff_text_snapshots(snapshot):
-    for name in ("upgrade_attention_backend_kv_pool", "cuda_graph_max_bs_lowered"):
+    for name in ("upgrade_attention_backend_kv_pool", "cuda_graph_max_bs_lowered", "mamba_ratio_default_changed"):
         assert text_of(diff_logs(pair(name))) == snapshot(name=name)
 
 
@@ -111,3 +111,12 @@ def test_sglang_against_vllm_compares_the_facts_both_have():
     # every statistics line: 10 × 48, 9 × 49, 9 × 50 tok/s is 1371 / 28
     assert by_key["serving.mean_gen_throughput"].cand == 48.96
     assert "serving" in c.to_json()["common_sections"]
+
+
+def test_an_upgrade_that_changed_a_default_says_which_release_changed_it():
+    """0.5.3.post2 -> 0.5.4: nobody set --mamba-full-memory-ratio; 0.5.3.post3 raised its default
+    0.2 -> 0.9 (the release index), so the Mamba state pool grew and the KV pool shrank."""
+    c = diff_logs(pair("mamba_ratio_default_changed"))
+    assert keys(c)[:2] == ["memory.kv_tokens", "flags.mamba_full_memory_ratio"]
+    d = c.causes[1]
+    assert "SGLang 0.5.3.post3 changed mamba_full_memory_ratio's default from 0.2 to 0.9" in d.reason

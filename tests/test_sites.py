@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import log_bytes, make_catalog
+from conftest import REPO, log_bytes, make_catalog
 
 from logforensics.analysis import explain
 from logforensics.runs import _vt
@@ -18,9 +20,11 @@ from logforensics.sites import (
     SiteIndex,
     categories,
     category_of,
+    default_change,
     frame_package,
     match_traceback,
     plain_condition,
+    release_key,
     site_index,
 )
 
@@ -187,3 +191,26 @@ def test_reference_validation_sites_are_in_the_index():
 def test_every_category_is_a_reference_root_cause():
     ids = set(re.findall(r"^- `([a-z0-9_]+)`", (REFERENCE.parent / "root-causes.md").read_text(), re.M))
     assert {c.id for c in categories()} - ids == set()
+
+
+def test_a_changed_default_is_found_only_between_releases_that_straddle_it():
+    old, new = ((0, 5, 3), (0, 5, 3)), ((0, 5, 4), (0, 5, 4))
+    assert default_change("mamba_full_memory_ratio", 0.2, 0.9, old, new) == "0.5.3.post3"
+    assert default_change("mamba_full_memory_ratio", 0.2, 0.9, new, new) is None  # same release: set by hand
+    assert default_change("mamba_full_memory_ratio", 0.9, 0.2, old, new) is None  # the other way round
+    assert default_change("mamba_full_memory_ratio", 0.2, 0.9, (None, (0, 5, 18)), ((0, 5, 19), None)) == "0.5.3.post3"
+    assert default_change("tp_size", 1, 2, old, new) is None  # no such change indexed
+    assert release_key("0.5.3.post3") > release_key("0.5.3") and release_key("0.5.4") > release_key("0.5.3.post3")
+
+
+def test_the_index_tool_reads_literal_serverargs_defaults(tmp_path):
+    sys.path.insert(0, str(REPO / "tools"))
+    from index_sglang import build_defaults
+
+    for version, ratio in (("0.9.0", "0.2"), ("0.9.1", "0.9")):
+        with zipfile.ZipFile(tmp_path / f"sglang-{version}-py3-none-any.whl", "w") as wheel:
+            wheel.writestr("sglang/srt/server_args.py",
+                           "@dataclass\nclass ServerArgs:\n    tp_size: int = 1\n"
+                           f"    mamba_full_memory_ratio: float = {ratio}\n    chunked_prefill_size: int = compute()\n")
+    data = build_defaults(["0.9.0", "0.9.1"], tmp_path)
+    assert data == {"releases": ["0.9.0", "0.9.1"], "changes": {"mamba_full_memory_ratio": [["0.9.1", 0.2, 0.9]]}}

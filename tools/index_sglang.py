@@ -9,10 +9,16 @@ module under ``sglang/`` with :mod:`ast` and records each failure site: ``raise`
 announces a failure. A site is kept once per (kind, exception type, message template, file,
 function), with the release ranges in which exactly that template exists.
 
+It also records the ``ServerArgs`` defaults that changed from one release to the next
+(``logforensics/data/sglang_defaults.json``, read by ``logx diff``): a field's default as the
+dataclass writes it, when it is a literal (many defaults are ``None`` there and resolved at
+start-up from the GPU and model; those are not known to the index).
+
 Usage (re-run it when SGLang releases; see README, "Keeping up with a new SGLang release")::
 
     python tools/index_sglang.py                 # every release >= 0.4.6 on the registry
     python tools/index_sglang.py --versions 0.5.23 0.5.24 --cache DIR --out FILE
+    python tools/index_sglang.py --defaults-only # only the changed defaults (reads server_args.py)
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from logforensics.sites import filing_keys, to_columns  # noqa: E402  (how logx 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "sglang-wheels"
 OUT = ROOT / "logforensics" / "data" / "sglang_sites.json.gz"
+DEFAULTS_OUT = ROOT / "logforensics" / "data" / "sglang_defaults.json"
 FIRST = Version("0.4.6")
 
 LOG_LEVELS = {"error": "log.error", "critical": "log.error", "exception": "log.error",
@@ -391,13 +398,61 @@ def build(versions: list[str], cache: Path) -> dict:
             "keys": filing_keys([s.get("re", "") for s in sites])}
 
 
+# — ServerArgs defaults ————————————————————————————————————————————————————————————————
+
+
+def defaults_of_wheel(path: Path) -> dict[str, object] | None:
+    """``{field: default}`` of the release's ``ServerArgs`` dataclass, for the fields whose
+    default is a literal; None when the wheel has no ``sglang/srt/server_args.py``."""
+    with zipfile.ZipFile(path) as wheel:
+        try:
+            tree = ast.parse(wheel.read("sglang/srt/server_args.py"))
+        except (KeyError, SyntaxError, ValueError):
+            return None
+    cls = next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "ServerArgs"), None)
+    out: dict[str, object] = {}
+    for stmt in cls.body if cls is not None else ():
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            try:
+                out[stmt.target.id] = ast.literal_eval(stmt.value)
+            except ValueError:  # a call or a name: resolved at run time
+                continue
+    return out
+
+
+def build_defaults(versions: list[str], cache: Path) -> dict:
+    """``{"releases": [...], "changes": {field: [[release, old, new], ...]}}``: each default
+    that changed, in the release that changed it."""
+    changes: dict[str, list] = {}
+    previous: dict[str, object] | None = None
+    read: list[str] = []
+    for version in versions:
+        defaults = defaults_of_wheel(wheel_for(version, cache))
+        if defaults is None:
+            continue
+        read.append(version)
+        for name, value in defaults.items() if previous is not None else ():
+            if name in previous and previous[name] != value:
+                changes.setdefault(name, []).append([version, previous[name], value])
+        previous = defaults
+    return {"releases": read, "changes": dict(sorted(changes.items()))}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--versions", nargs="*", help="releases to index (default: every one >= 0.4.6)")
     ap.add_argument("--cache", type=Path, default=CACHE, help="where wheels are kept")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--defaults-out", type=Path, default=DEFAULTS_OUT)
+    ap.add_argument("--defaults-only", action="store_true", help="only the changed ServerArgs defaults")
     ns = ap.parse_args(argv)
     versions = sorted(ns.versions or versions_on_registry(), key=Version)
+    defaults = build_defaults(versions, ns.cache)
+    ns.defaults_out.write_text(json.dumps(defaults, indent=1, sort_keys=True) + "\n")
+    print(f"{len(defaults['changes'])} ServerArgs defaults changed over {len(defaults['releases'])} releases "
+          f"-> {ns.defaults_out}", file=sys.stderr)
+    if ns.defaults_only:
+        return 0
     data = build(versions, ns.cache)
     ns.out.parent.mkdir(parents=True, exist_ok=True)
     payload = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
