@@ -76,9 +76,11 @@ def _identity(st: os.stat_result) -> tuple[int, int]:
 
 def _open_regular(path: str) -> tuple[int, os.stat_result] | None:
     """Open ``path`` read-only; None if it does not exist (yet). SourceError for anything
-    that can never become a followable file."""
+    that can never become a followable file. Non-blocking: opening a FIFO with no writer
+    would otherwise block until one comes (and no timeout could end the wait); its reads
+    are waited on with ``select``, which stays quiet until a writer writes or leaves."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
     except IsADirectoryError:

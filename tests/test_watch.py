@@ -697,3 +697,28 @@ def test_gate_with_since_does_not_trust_an_earlier_runs_ready_line(tmp_path, pro
     assert code == 3
     end = jsonl(out)[-1]
     assert end["reason"] == "stale" and end["verdict"] == "stale"
+
+
+def test_timeout_holds_on_a_fifo_with_no_writer(tmp_path):
+    """Opening a named pipe blocks until a writer opens it: the watch must not, so --timeout
+    ends it (exit 3) though nobody ever writes."""
+    fifo = tmp_path / "server.log"
+    os.mkfifo(fifo)
+    result: dict = {}
+
+    def run() -> None:
+        out = io.StringIO()
+        result["code"] = watch(str(fifo), WatchOptions(mode="json", until="ready", timeout=0.3),
+                               out=out)
+        result["objs"] = jsonl(out.getvalue())
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(20)
+    if thread.is_alive():  # blocked in open(): release it before failing
+        with open(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK), "wb"):
+            pass
+        thread.join(5)
+        pytest.fail("watch blocked opening a FIFO with no writer")
+    assert result["code"] == 3
+    assert result["objs"][-1]["reason"] == "timeout"
