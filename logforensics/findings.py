@@ -23,7 +23,7 @@ from .events import Event
 from .lines import ServerPrefix, decode, glog_timestamp, parse_timestamp
 from .runs import Run, phase_from_frames
 from .sources import RawLine
-from .tracebacks import ExceptionInfo, Traceback
+from .tracebacks import ExceptionInfo, Traceback, is_caret_line
 
 MIN_PARTIAL_CHARS = 16
 MAX_EVIDENCE = 8
@@ -250,7 +250,7 @@ def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
 def traceback_evidence(tb: Traceback, exc: ExceptionInfo | None = None) -> list[Evidence]:
     """A compact proof: the header, the raising frame, and the exception line(s)."""
     exc = exc or tb.final
-    lines = tb.lines
+    lines = [(n, text) for n, text in tb.lines if not is_caret_line(text)]
     picked: list[tuple[int, str]] = []
     if lines:
         picked.append(lines[0])

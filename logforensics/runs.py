@@ -19,7 +19,7 @@ from .dialects.base import version_tuple
 from .events import Event
 from .lines import parse_timestamp
 from .serving import HEALTH_PATHS, SERVING_KINDS, ServingStats
-from .tracebacks import Traceback
+from .tracebacks import Traceback, is_caret_line
 
 __all__ = ["PHASES", "PHASE_RANK", "Run", "RunTracker", "phase_from_frames"]
 
@@ -201,10 +201,10 @@ class RunTracker:
                 phase = phase_from_frames(tb, dialect)
                 if phase is not None:
                     run.reach(phase, tb.first_line)
-                for n, text in tb.lines[-3:]:
-                    run.tail.append((n, text))
+                run.tail.extend([(n, text) for n, text in tb.lines if not is_caret_line(text)][-3:])
             return
-        run.tail.append((event.number, event.line.text))
+        if not is_caret_line(event.line.text):
+            run.tail.append((event.number, event.line.text))
         if kind in SERVING_KINDS or (kind in ("line", "warning", "error_line") and run.batches):
             run.serving.on_event(kind, f, event.number, event.line.ts, event.line.text)
         if kind == "health_check_failed" or (kind == "access_log" and f.get("status", 200) >= 500

@@ -485,6 +485,12 @@ class TracebackAssembler:
         return out
 
 
+def is_caret_line(text: str) -> bool:
+    """CPython's position markers under a source line (``    ^^^^^``, ``~~~~^^^``): they point
+    at columns of the line above and say nothing alone, so they are never evidence."""
+    return _CARET.match(text) is not None
+
+
 def is_record_start(line: LogLine) -> bool:
     """A line that starts a new log record: it carries a timestamp, a level or a rank tag."""
     return line.ts is not None or line.level is not None or bool(line.tag)

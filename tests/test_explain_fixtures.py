@@ -20,6 +20,7 @@ from logforensics.catalog import load_catalog
 from logforensics.dialects import DIALECTS
 from logforensics.render.report import render
 from logforensics.serving import FINDING_IDS as SERVING_WARNINGS
+from logforensics.tracebacks import is_caret_line
 
 # SGLang's at the top, each other dialect's in its folder (fixtures/diff/ holds logx diff's pairs)
 FIXTURE_FILES = sorted([*FIXTURES.glob("*.log"), *(p for name in DIALECTS if name != "sglang"
@@ -58,6 +59,8 @@ def test_there_is_a_corpus():
 def test_fixture_root_cause(path):
     report = report_of(path)
     problems = [f.id for f in report.findings if f.is_problem]
+    carets = [e.text for f in report.findings for e in f.evidence if is_caret_line(e.text)]
+    assert not carets, f"caret lines as evidence: {carets}"
     want = expected_cause(path)
     if want == "none":
         assert problems == [], f"healthy log got {problems}"

@@ -244,3 +244,20 @@ def test_an_earlier_timeout_of_another_rank_never_outranks_an_error():
     found = findings(ranks_log("14:01:00", "14:02:00"), LATE, TIMEOUT)
     assert [f.id for f in found] == ["late_cause", "rank_timeout"]
 
+def test_caret_lines_are_never_evidence():
+    """CPython 3.11+'s ``^^^^``/``~~~^^^`` markers point at the line above: alone they prove
+    nothing, so neither a traceback's evidence (a paste may even start on one) nor the run's
+    tail (a process death's evidence) cites them."""
+    data = log_bytes(
+        "           ^^^^^^^^^^^^^^^^^^^^^",
+        '  File "/opt/caretcase/worker.py", line 12, in step',
+        '    value = table["k"]',
+        "            ~~~~~^^^^^",
+        "KeyError: 'k'",
+    )
+    found = findings(data)
+    assert found and found[0].id == "unclassified_exception"
+    texts = [e.text for f in found for e in f.evidence]
+    assert texts and not any(set(t.strip()) <= {"^", "~"} for t in texts), texts
+    report = explain(data)
+    assert report.run is not None and all(set(t.strip()) - {"^", "~"} for _, t in report.run.tail)
