@@ -43,6 +43,7 @@ def run_facts(run: Run) -> dict[str, Any]:
     facts.update({
         "model": run.model or run.model_class,
         "server": run.dialect.label,
+        "launch_example": run.dialect.launch_example,
         "server_version": run.server_version,
         "sglang_version": run.sglang_version,
         **run.flag_names(),

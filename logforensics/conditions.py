@@ -74,10 +74,20 @@ def _dp_encoder_with_dp_attention_stalled(run: Run) -> list[Evidence] | None:
     return ev
 
 
+def _crash_marker_without_traceback(run: Run) -> list[Evidence] | None:
+    """A process announced its crash ("Scheduler hit an exception:", vLLM's "EngineCore
+    encountered a fatal error": the dialect's ``component_exception`` rules) and no traceback
+    follows it: the log was cut right after the announcement."""
+    last_tb = max((tb.first_line for tb in run.tracebacks), default=0)
+    markers = [e for e in run.endings if e.kind == "component_exception" and e.number > last_tb]
+    return [Evidence(e.number, e.line.text) for e in markers[:3]] or None
+
+
 CONDITIONS: dict[str, Callable[[Run], list[Evidence] | None]] = {
     "killed_from_outside": _killed_from_outside,
     "avail_mem_far_below_capacity": _avail_mem_far_below_capacity,
     "dp_encoder_with_dp_attention_stalled": _dp_encoder_with_dp_attention_stalled,
+    "crash_marker_without_traceback": _crash_marker_without_traceback,
 }
 
 

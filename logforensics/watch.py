@@ -734,7 +734,7 @@ class Watcher:
             # the facts as explain's would be once the open traceback is part of the run
             seen = copy.copy(run)
             seen.tracebacks = run.tracebacks + self._pending_tracebacks
-            return scratch.findings(run, run_facts(seen))
+            return scratch.findings(seen, run_facts(seen))
         return self.analyzer.findings(run)
 
     def _report(self, f: Finding) -> None:
@@ -875,6 +875,16 @@ class Watcher:
         return Outcome("stale", EXIT_INCONCLUSIVE, "stale", report.primary, self.run, self.process_end,
                        f"the log holds an earlier run's output: {why}")
 
+    def _settled(self, now: float, idle: bool) -> bool:
+        """A problem can decide the gate: all that was written has been read (``idle``) or it
+        has stood ``SETTLE_SECONDS`` while lines still arrive. A traceback still open may name
+        the cause the problem only announces ("EngineCore failed to start." comes before its
+        traceback): it gets until the idle flush has matched it."""
+        waited = now - self.problem_since if self.problem_since is not None else 0.0
+        if self.analyzer.events.assembler.has_open and not self._pending_hits:
+            return waited >= SETTLE_SECONDS + self.options.idle_flush
+        return idle or waited >= SETTLE_SECONDS
+
     def _where(self, what: str, verb: str) -> str:
         run = self.run
         phase = display_phase(run) if run is not None else "launch"
@@ -896,8 +906,7 @@ class Watcher:
             if self.live or ended:
                 run = self.run
                 problem = self.best_problem()
-                if problem is not None and (ended or idle or (
-                        self.problem_since is not None and now - self.problem_since >= SETTLE_SECONDS)):
+                if problem is not None and (ended or self._settled(now, idle)):
                     if not ended or gate_ready(run):
                         at = problem.evidence[0].line if problem.evidence else self.analyzer.lines
                         return self._stale_history(at) or self._outcome(

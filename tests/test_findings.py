@@ -261,3 +261,18 @@ def test_caret_lines_are_never_evidence():
     assert texts and not any(set(t.strip()) <= {"^", "~"} for t in texts), texts
     report = explain(data)
     assert report.run is not None and all(set(t.strip()) - {"^", "~"} for _, t in report.run.tail)
+
+
+def test_a_crash_announced_with_nothing_after_is_an_error():
+    """"Scheduler hit an exception:" as the last line of a cut log is an error finding (exit
+    1), a symptom any cause outranks; followed by its traceback it is nothing of its own."""
+    marker = "[2026-03-23 14:00:05 TP1] Scheduler hit an exception:"
+    report = explain(log_bytes("[2026-03-23 14:00:00 TP1] Load weight begin. avail mem=78.50 GB", marker))
+    assert report.primary is not None and report.primary.id == "crash_marker_without_traceback"
+    assert report.exit_code == 1 and report.primary.evidence[0].text == marker
+    followed = explain(log_bytes(
+        marker, "Traceback (most recent call last):",
+        '  File "/opt/markercase/worker.py", line 3, in step', "    go()",
+        "RuntimeError: markercase 41c2"))
+    assert "crash_marker_without_traceback" not in [f.id for f in followed.findings]
+    assert followed.primary is not None and followed.primary.id == "unclassified_exception"

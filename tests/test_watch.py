@@ -722,3 +722,26 @@ def test_timeout_holds_on_a_fifo_with_no_writer(tmp_path):
         pytest.fail("watch blocked opening a FIFO with no writer")
     assert result["code"] == 3
     assert result["objs"][-1]["reason"] == "timeout"
+
+
+def test_gate_waits_for_the_traceback_a_crash_announcement_opens():
+    """vLLM announces a crash ("EngineCore failed to start.") on the line before its
+    traceback: while that traceback is still open (no next record yet), the announcement's
+    symptom finding does not decide the gate; the idle flush's match of the traceback does."""
+    lines = (FIXTURES / "vllm" / "max_model_len_exceeds_kv_capacity__v1_013_qwen3_32b.log").read_text().splitlines()
+    cut = next(i for i, t in enumerate(lines) if "ValueError: To serve" in t) + 1
+    ended: list[bool] = []
+
+    def items():
+        yield from (RawLine(i + 1, 0, t.encode()) for i, t in enumerate(lines[:cut]))
+        for _ in range(60):  # the writer holds the file open, silent, for 3 s
+            time.sleep(0.05)
+            yield IDLE
+        ended.append(True)
+
+    out = io.StringIO()
+    watcher = Watcher(items(), JsonRenderer(out), WatchOptions(until="ready"))
+    assert watcher.execute() == 1
+    assert not ended  # decided while the stream was still open
+    end = jsonl(out.getvalue())[-1]
+    assert end["primary"] == "max_model_len_exceeds_kv_capacity", end

@@ -67,7 +67,7 @@ DIALECT = Dialect(
     ending_kinds=frozenset({
         "sigquit_child", "sigquit_running", "sigterm", "rank_dead", "rank_died", "exit_code",
         "subprocess_crashed", "killed", "kill_process_tree", "shutdown", "warmup_failed",
-        "init_failed", "watchdog_timeout",
+        "init_failed", "watchdog_timeout", "component_exception",
     }),
     startup_kinds=frozenset({"dist_init_begin", "weight_load_begin"}),
     launch_kinds=frozenset({"server_args", "launch_command", "launch_banner"}),

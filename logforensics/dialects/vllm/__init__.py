@@ -76,7 +76,8 @@ DIALECT = Dialect(
         "server_version", "weight_load_begin", "torch_compile", "cuda_graph_begin", "cuda_graph_progress",
         "eager_mode", "engine_ready", "api_server_start", "ready", "dist_rank", "weight_load_progress", "oom_line",
     }),
-    ending_kinds=frozenset({"subprocess_crashed", "killed", "shutdown", "init_failed"}),
+    ending_kinds=frozenset({"subprocess_crashed", "killed", "shutdown", "init_failed",
+                            "component_exception"}),
     startup_kinds=frozenset({"weight_load_begin"}),
     launch_kinds=frozenset({"server_args"}),
     key_args=(
