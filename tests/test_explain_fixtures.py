@@ -26,6 +26,7 @@ from logforensics.tracebacks import is_caret_line
 FIXTURE_FILES = sorted([*FIXTURES.glob("*.log"), *(p for name in DIALECTS if name != "sglang"
                                                     for p in (FIXTURES / name).glob("*.log"))])
 CATALOG = load_catalog()
+FIRST_SCREEN_LINES = 24
 
 
 def FIXTURE_ID(path) -> str:  # noqa: N802 - a parametrize id function
@@ -73,7 +74,14 @@ def test_fixture_root_cause(path):
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=FIXTURE_ID)
 def test_fixture_text_snapshot(path, snapshot):
-    assert text_of(report_of(path)) == snapshot
+    report = report_of(path)
+    text = text_of(report)
+    assert text == snapshot
+    assert text.count("never touched") <= 1, "a fact said twice"
+    if report.exit_code == 1:  # verdict, cause and fix on the first screen (24 lines at width 100)
+        first_screen = text.splitlines()[:FIRST_SCREEN_LINES]
+        assert report.primary is not None and report.primary.id in " ".join(first_screen[:3])
+        assert any(line.startswith("Fix: ") for line in first_screen), first_screen
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=FIXTURE_ID)

@@ -72,11 +72,15 @@ def _sections(report: Report, verbose: bool, console_width: int = 100) -> list:
         line.append(f" — {report.primary.title} ", style="bold")
         line.append(f"[{report.primary.id}]", style="dim")
     out.append(line)
+    lead = report.primary if verdict == "failed" else None
+    if lead is not None:  # the cause's fix on the first screen; its panel below holds the proof
+        out.append(Text.assemble(("Fix: ", "bold green"), lead.fix))
     if report.status is not None:
         out.append(status_block(report.status))
     if run is None:
         out.append(Text(f"No lines in the log ({report.lines} lines read)."))
-        out.extend(finding_panel(i, f) for i, f in enumerate(report.findings, 1))  # e.g. log_empty
+        out.extend(finding_panel(i, f, fix_above=f is lead)  # e.g. log_empty
+                   for i, f in enumerate(report.findings, 1))
         return out
     out.append(_run_summary(run, report))
     series = serving_summary(run, console_width)
@@ -96,7 +100,7 @@ def _sections(report: Report, verbose: bool, console_width: int = 100) -> list:
         out.append(Text("No findings: nothing in this run matches a known failure.",
                         style="green"))
     for i, finding in enumerate(shown, 1):
-        out.append(finding_panel(i, finding))
+        out.append(finding_panel(i, finding, fix_above=finding is lead))
     for finding in symptoms:
         line = finding.evidence[0].line if finding.evidence else "?"
         out.append(Text(f"Also seen (a symptom of the cause above): {finding.title} "
@@ -234,7 +238,9 @@ def shown_args(run: Run) -> dict[str, Any]:
     return out
 
 
-def finding_panel(i: int, f: Finding) -> Panel:
+def finding_panel(i: int, f: Finding, fix_above: bool = False) -> Panel:
+    """One finding: title, evidence, why and fix (``fix_above``: the fix is printed under the
+    verdict, so the panel points there instead of repeating it)."""
     body = Table.grid(padding=(0, 1))
     body.add_column(style="dim", justify="right", no_wrap=True)
     body.add_column(overflow="fold")
@@ -247,7 +253,8 @@ def finding_panel(i: int, f: Finding) -> Panel:
         parts.append(Text(f"(traceback incomplete: {', '.join(f.traceback.missing)})",
                           style="dim"))
     parts.append(Text.assemble(("Why: ", "bold"), f.explanation))
-    parts.append(Text.assemble(("Fix: ", "bold green"), f.fix))
+    parts.append(Text.assemble(("Fix: ", "bold green"), "printed under the verdict") if fix_above
+                 else Text.assemble(("Fix: ", "bold green"), f.fix))
     meta = f"{f.id} · phase {f.phase} · confidence {f.confidence:.2f}"
     if f.occurrences > 1:
         meta += f" · seen {f.occurrences}×"
