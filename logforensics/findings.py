@@ -65,6 +65,8 @@ class Finding:
     facts: dict[str, Any] = field(default_factory=dict)
     role: str = "cause"
     at: str | None = None  # when it first happened: the time its first line or traceback prints
+    # streams (ranks) that printed the same traceback as the one cited: not cited again
+    same_on: list[str] = field(default_factory=list)
 
     @property
     def time(self) -> datetime | None:
@@ -95,6 +97,8 @@ class Finding:
                 "type": tb.exc_type, "message": tb.message[:2000],
                 "raised_at": frame.to_dict() if frame else None, "missing": tb.missing,
             }
+        if self.same_on:
+            out["same_on"] = self.same_on
         if self.facts:
             out["facts"] = self.facts
         return out
@@ -416,12 +420,16 @@ class Matcher:
                 f.occurrences += 1
                 if hit.stream and hit.stream not in f.streams:
                     f.streams.append(hit.stream)
-                have = {e.line for e in f.evidence}
-                extra = [e for e in hit.evidence if e.line not in have]
-                f.evidence = sorted(f.evidence + extra, key=lambda e: e.line)[:MAX_EVIDENCE]
                 f.confidence = max(f.confidence, hit.confidence)
                 if f.at is None and hit.timed:
                     f.at = evidence_time(hit.evidence, run.dialect.prefix, year)
+                if _repeats(f, hit):
+                    if hit.stream not in f.same_on:
+                        f.same_on.append(hit.stream)
+                    continue
+                have = {e.line for e in f.evidence}
+                extra = [e for e in hit.evidence if e.line not in have]
+                f.evidence = sorted(f.evidence + extra, key=lambda e: e.line)[:MAX_EVIDENCE]
                 continue
             values = {**facts, **hit.groups}
             phase = p.phase if p.phase != "any" else _phase_at(run, hit)
@@ -489,6 +497,13 @@ def site_hit(tb: Traceback, run: Run) -> Hit | None:
                       "releases": site.release_range, "conditions": list(site.conditions),
                       "flags": flags, "env": list(site.env), "equivalent_sites": len(found.equivalent)}}
     return Hit(pattern, {}, traceback_evidence(tb), round(found.confidence, 2), tb.stream, tb, facts)
+
+def _repeats(f: Finding, hit: Hit) -> bool:
+    """``hit`` is another rank's copy of the traceback ``f`` already cites."""
+    return (f.traceback is not None and hit.traceback is not None and bool(hit.stream)
+            and bool(f.streams) and hit.stream != f.streams[0]
+            and hit.traceback.signature == f.traceback.signature)
+
 
 def _before_serving(hit: Hit, run: Run) -> bool:
     """A serving-phase warning matched on a line printed before the server served (the same

@@ -150,6 +150,13 @@ class Traceback:
         return frames[-1] if frames else None
 
     @property
+    def signature(self) -> tuple:
+        """What makes two tracebacks the same failure (ranks of one launch print the same
+        one): the final exception's type and message and the frames it was raised through."""
+        return (self.exc_type, self.message,
+                tuple((f.file, f.line, f.function) for f in self.frames))
+
+    @property
     def missing(self) -> list[str]:
         names = ("head_missing", "message_missing", "message_truncated", "frames_cut")
         return [n for n in names if getattr(self, n)]

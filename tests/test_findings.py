@@ -276,3 +276,30 @@ def test_a_crash_announced_with_nothing_after_is_an_error():
         "RuntimeError: markercase 41c2"))
     assert "crash_marker_without_traceback" not in [f.id for f in followed.findings]
     assert followed.primary is not None and followed.primary.id == "unclassified_exception"
+
+
+def test_the_same_traceback_on_every_rank_is_cited_once():
+    """Eight ranks print one traceback: the first rank's is the evidence, the others are
+    named (``same_on``; the text says "the same traceback on TP1–TP7"), not cited again."""
+    import io
+
+    from rich.console import Console
+
+    from logforensics.render.report import render
+
+    lines = []
+    for rank in range(8):
+        lines += [f"[2026-03-23 14:00:0{rank} TP{rank}] Scheduler hit an exception: Traceback (most recent call last):",
+                  '  File "/opt/rankcase/worker.py", line 9, in step', "    boom()",
+                  "RuntimeError: rankcase 5e1d failed"]
+    report = explain(log_bytes(*lines))
+    f = report.primary
+    assert f is not None and f.occurrences == 8
+    assert {e.line for e in f.evidence} <= {1, 2, 3, 4}  # TP0's lines only
+    assert f.same_on == [f"TP{r}" for r in range(1, 8)]
+    assert f.to_dict()["same_on"] == f.same_on
+    buffer = io.StringIO()
+    render(report, Console(file=buffer, width=100, color_system=None))
+    assert "the same traceback on TP1–TP7" in buffer.getvalue()
+    other = explain(log_bytes(*lines[:4], *[t.replace("5e1d failed", "5e1d failed on TP1") for t in lines[4:8]]))
+    assert other.primary is not None and other.primary.same_on == []  # another message: cited

@@ -5,6 +5,7 @@ timeline, the memory ledger and the findings as panels. Rich markup; the caller'
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Console, Group
@@ -249,6 +250,8 @@ def finding_panel(i: int, f: Finding, fix_above: bool = False) -> Panel:
     parts: list = [Text.assemble((f"{i}. {f.severity.upper()}  ", _STYLE[f.severity]),
                                  (f.title, "bold"))]
     parts.append(body)
+    if f.same_on:
+        parts.append(Text(f"(the same traceback on {rank_ranges(f.same_on)})", style="dim"))
     if f.traceback is not None and f.traceback.missing:
         parts.append(Text(f"(traceback incomplete: {', '.join(f.traceback.missing)})",
                           style="dim"))
@@ -272,3 +275,23 @@ def clip_words(text: str, limit: int) -> str:
     head = text[: limit - 1]
     space = head.rfind(" ")
     return (head[:space] if space > limit // 2 else head).rstrip(" ,;:") + "…"
+
+
+_NUMBERED = re.compile(r"(.*?)(\d+)$")
+
+
+def rank_ranges(streams: list[str]) -> str:
+    """``TP1–TP3, TP5``: stream names (their rank tag when they have one), consecutive numbers
+    of one prefix as a range."""
+    runs: list[list] = []  # [prefix, first, last] or [name, None, None]
+    names = {s.rsplit("|", 1)[-1] or s.rsplit("|", 1)[0] for s in streams}
+    for name in sorted(names, key=lambda s: (m.group(1), int(m.group(2))) if (m := _NUMBERED.match(s))
+                       else (s, -1)):
+        m = _NUMBERED.match(name)
+        if m and runs and runs[-1][0] == m.group(1) and runs[-1][2] == int(m.group(2)) - 1:
+            runs[-1][2] += 1
+        elif m:
+            runs.append([m.group(1), int(m.group(2)), int(m.group(2))])
+        else:
+            runs.append([name, None, None])
+    return ", ".join(p if a is None else f"{p}{a}" if a == b else f"{p}{a}–{p}{b}" for p, a, b in runs)
