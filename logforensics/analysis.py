@@ -660,7 +660,8 @@ class Analyzer:
             # The root cause says where the launch was even when the log does not.
             run.reach(primary.phase, primary.evidence[0].line if primary.evidence else run.last_line)
         return Report(file=name, runs=runs, run=run, findings=rank(findings),
-                      lines=self.lines, bytes=self.bytes, detection=self.detection)
+                      lines=self.lines, bytes=self.bytes, detection=self.detection,
+                      slow_patterns=list(self.matcher.guard.slow.values()))
 
 
 def chunks_of(source: Source):

@@ -268,16 +268,52 @@ def build_match(table: dict, fail, compile_now: bool = True) -> MatchSpec:
     return spec
 
 
-def safe_search(pattern: Regex | regex.Pattern, text: str, partial: bool = False):
-    """Search with a timeout; a regex that times out counts as no match."""
-    try:
-        return pattern.search(text, partial=partial, timeout=REGEX_TIMEOUT)
-    except TimeoutError:
-        return None
+def timed_search(pattern: Regex | regex.Pattern, text: str, partial: bool = False):
+    """Search with the catalog's per-search timeout. Raises ``TimeoutError``: the matcher counts
+    it against the pattern (``RegexGuard``) and reads it as no match."""
+    return pattern.search(text, partial=partial, timeout=REGEX_TIMEOUT)
 
 
-def safe_fullmatch(pattern: Regex | regex.Pattern, text: str):
-    try:
-        return pattern.fullmatch(text, timeout=REGEX_TIMEOUT)
-    except TimeoutError:
-        return None
+def timed_fullmatch(pattern: Regex | regex.Pattern, text: str):
+    return pattern.fullmatch(text, timeout=REGEX_TIMEOUT)
+
+
+DISABLE_AFTER_TIMEOUTS = 3  # a pattern whose searches time out this often in one file is dropped
+
+
+@dataclass
+class SlowPattern:
+    """A pattern whose regex timed out while reading one file, and what it cost."""
+
+    id: str
+    source: str
+    timeouts: int = 0
+    seconds: float = 0.0
+
+    @property
+    def disabled(self) -> bool:
+        return self.timeouts >= DISABLE_AFTER_TIMEOUTS
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "source": self.source, "timeouts": self.timeouts,
+                "seconds": round(self.seconds, 3), "disabled": self.disabled}
+
+
+class RegexGuard:
+    """Per file: counts each pattern's regex timeouts and disables a pattern after
+    ``DISABLE_AFTER_TIMEOUTS`` of them, so one backtracking user pattern costs a bounded time
+    (not one timeout per line) and is reported once."""
+
+    def __init__(self) -> None:
+        self.slow: dict[str, SlowPattern] = {}
+
+    def disabled(self, pattern: Pattern) -> bool:
+        slow = self.slow.get(pattern.id)
+        return slow is not None and slow.disabled
+
+    def timed_out(self, pattern: Pattern, seconds: float) -> None:
+        slow = self.slow.get(pattern.id)
+        if slow is None:
+            slow = self.slow[pattern.id] = SlowPattern(pattern.id, pattern.source)
+        slow.timeouts += 1
+        slow.seconds += seconds

@@ -10,13 +10,14 @@ the run's facts.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 from . import sites as _sites
-from .catalog import Catalog, MatchSpec, Pattern, safe_fullmatch, safe_search
+from .catalog import Catalog, MatchSpec, Pattern, RegexGuard, timed_fullmatch, timed_search
 from .conditions import CONDITIONS, Evidence
 from .dialects import PHASE_RANK
 from .events import Event
@@ -194,7 +195,7 @@ def required_literals(rx) -> tuple[tuple[str, ...], bool] | None:
 
 def _search(pattern, text: str, may_be_cut: bool) -> tuple[Any, bool] | None:
     """Search ``text``; when it may be cut, also accept a partial match running off its end."""
-    m = safe_search(pattern, text)
+    m = timed_search(pattern, text)
     if m is not None:
         return m, False
     if not may_be_cut:
@@ -203,7 +204,7 @@ def _search(pattern, text: str, may_be_cut: bool) -> tuple[Any, bool] | None:
     for tail in ("...", "\u2026"):
         if cut.endswith(tail):
             cut = cut[: -len(tail)].rstrip()
-    m = safe_search(pattern, cut, partial=True)
+    m = timed_search(pattern, cut, partial=True)
     if m is not None and m.partial and m.end() >= len(cut) and m.end() - m.start() >= MIN_PARTIAL_CHARS:
         return m, True
     return None
@@ -228,8 +229,8 @@ def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
     if spec.exception is not None:
         if not exc.type:
             return None
-        if not (safe_fullmatch(spec.exception, exc.short_type or "")
-                or safe_fullmatch(spec.exception, exc.type)):
+        if not (timed_fullmatch(spec.exception, exc.short_type or "")
+                or timed_fullmatch(spec.exception, exc.type)):
             return None
     if spec.message is not None:
         if not exc.message:
@@ -240,13 +241,13 @@ def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
         m, partial = found
         groups.update({k: v for k, v in m.groupdict().items() if v is not None})
     frames = exc.frames or tb.frames
-    if spec.frame is not None and not any(safe_search(spec.frame, f.location) for f in frames):
+    if spec.frame is not None and not any(timed_search(spec.frame, f.location) for f in frames):
         return None
     if spec.raising_frame is not None:
         raising = frames[-1] if frames else None
-        if raising is None or not safe_search(spec.raising_frame, raising.location):
+        if raising is None or not timed_search(spec.raising_frame, raising.location):
             return None
-    if spec.context is not None and not safe_search(spec.context, tb.context):
+    if spec.context is not None and not timed_search(spec.context, tb.context):
         return None
     return groups, partial
 
@@ -295,6 +296,19 @@ class Matcher:
         self.catalog = catalog
         self.hits: dict[int, list[Hit]] = {}
         self._literals: list | None = None  # per line spec: required_literals(), built on first use
+        self.guard = RegexGuard()  # regex timeouts per pattern (a backtracking user pattern)
+
+    def _guarded(self, pattern: Pattern, match: Callable[..., Any], *args: Any) -> Any:
+        """``match(*args)``, or None when ``pattern`` was disabled for timing out or its regex
+        times out now (counted against it, with the time it cost)."""
+        if self.guard.disabled(pattern):
+            return None
+        start = time.perf_counter()
+        try:
+            return match(*args)
+        except TimeoutError:
+            self.guard.timed_out(pattern, time.perf_counter() - start)
+            return None
 
     def on_event(self, event: Event, run: Run, last_line: bool = False) -> list[Hit]:
         if event.kind == "traceback" and event.traceback is not None:
@@ -325,7 +339,7 @@ class Matcher:
                         break
                 else:
                     continue
-            found = _search(spec.line, msg, cut)
+            found = self._guarded(pattern, _search, spec.line, msg, cut)
             if found is None:
                 continue
             m, partial = found
@@ -346,7 +360,8 @@ class Matcher:
             if pattern.id in matched_ids:
                 continue
             for exc in ordered:
-                result = _exception_matches(spec, exc, tb, may_be_cut and exc is tb.final)
+                result = self._guarded(pattern, _exception_matches, spec, exc, tb,
+                                       may_be_cut and exc is tb.final)
                 if result is None:
                     continue
                 groups, partial = result
@@ -401,7 +416,8 @@ class Matcher:
                 continue
             for tb in run.tracebacks:  # condition AND traceback keys
                 for exc in [tb.final] + [e for e in tb.exceptions if e is not tb.final]:
-                    result = _exception_matches(spec, exc, tb, tb.message_truncated or tb.ends_input)
+                    result = self._guarded(pattern, _exception_matches, spec, exc, tb,
+                                           tb.message_truncated or tb.ends_input)
                     if result is not None:
                         ev = traceback_evidence(tb, exc)
                         ev += [e for e in evidence if e.line not in {x.line for x in ev}]

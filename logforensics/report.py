@@ -6,9 +6,10 @@ is ``render/report.py``'s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from .catalog import SlowPattern
 from .dialects import DEFAULT, Detection
 from .errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
 from .findings import Finding
@@ -31,6 +32,7 @@ class Report:
     bytes: int = 0
     status: Any = None  # staleness.Status when the stale-log detector ran
     detection: Detection | None = None  # which dialect read the log, how sure (None: the default's guess)
+    slow_patterns: list[SlowPattern] = field(default_factory=list)  # regexes that timed out
 
     @property
     def primary(self) -> Finding | None:
@@ -90,6 +92,8 @@ class Report:
             "runs": [run_json(r) for r in self.runs],
             "findings": [f.to_dict() for f in self.findings],
         }
+        if self.slow_patterns:
+            out["slow_patterns"] = [p.to_dict() for p in self.slow_patterns]
         if self.status is not None:
             out["status"] = self.status.to_dict()
         return out

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from logforensics.analysis import explain
-from logforensics.catalog import TRACEBACK_KEYS, load_catalog, safe_search
+from logforensics.catalog import TRACEBACK_KEYS, load_catalog
 from logforensics.dialects import DIALECTS
 from logforensics.findings import required_literals
 from logforensics.lint import regex_is_safe
@@ -51,7 +51,7 @@ def test_user_pattern_with_catastrophic_backtracking_does_not_hang_explain(tmp_p
     report = explain(data, catalog=hostile)
     assert time.perf_counter() - start < 120  # a net against a hang: each search is cut off by catalog.REGEX_TIMEOUT
     assert report.lines == 2
-    assert safe_search(regex.compile(r"(a+)+$"), line) is None  # timed out: no match, no hang
+    assert {s.id for s in report.slow_patterns} == {"evil", "evil_tb"}  # timed out: no match, no hang
 
 
 def _cpu_seconds(rx: re.Pattern, texts) -> float:
@@ -145,3 +145,27 @@ def test_required_literals_examples():
     assert required_literals(regex.compile(r"a|bcd")) is None  # too short to reject anything
     assert required_literals(regex.compile(r"(?i)address already in use"))[1] is True
     assert required_literals(regex.compile(r"\p{L}+ failed hard")) is None  # regex-only syntax
+
+
+def test_a_backtracking_user_pattern_is_reported_once_and_disabled():
+    """``(a+)+$`` times out on every line of a's: after ``DISABLE_AFTER_TIMEOUTS`` timeouts it
+    is disabled for the rest of the file (counted, not timed: 3 timeouts, not one per line),
+    and the report names it once with its id and the time it cost."""
+    import io
+
+    from rich.console import Console
+
+    from logforensics.catalog import DISABLE_AFTER_TIMEOUTS
+    from logforensics.render.report import render
+
+    hostile = make_catalog({"id": "evil", "match": {"line": r"(a+)+$"}})
+    data = "".join(f"[2026-03-23 14:00:{i:02d} TP0] {'a' * 5000}!\n" for i in range(12)).encode()
+    report = explain(data, catalog=hostile)
+    [slow] = report.slow_patterns
+    assert (slow.id, slow.timeouts, slow.disabled) == ("evil", DISABLE_AFTER_TIMEOUTS, True)
+    assert slow.seconds > 0
+    assert report.to_json()["slow_patterns"] == [slow.to_dict()]
+    buffer = io.StringIO()
+    render(report, Console(file=buffer, width=200, color_system=None))
+    assert buffer.getvalue().count("Pattern evil (") == 1
+    assert "timed out 3×" in buffer.getvalue() and "disabled for the rest of this file" in buffer.getvalue()

@@ -14,6 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ..catalog import SlowPattern
 from ..findings import Finding
 from ..memory import build_ledger
 from ..report import Report, series_json, serving_json
@@ -109,7 +110,17 @@ def _sections(report: Report, verbose: bool, console_width: int = 100) -> list:
     if hidden:
         rest = ", ".join(sorted({f.id for f in hidden}))
         out.append(Text(f"+ {len(hidden)} lower-severity finding(s): {rest} (show with -v)", style="dim"))
+    out.extend(slow_pattern_line(slow) for slow in report.slow_patterns)
     return out
+
+
+def slow_pattern_line(slow: SlowPattern) -> Text:
+    """A pattern whose regex timed out: said once, with what it cost."""
+    what = ("disabled for the rest of this file" if slow.disabled
+            else "those lines were read as no match")
+    return Text(f"Pattern {slow.id} ({slow.source}): its regex timed out {slow.timeouts}× "
+                f"({slow.seconds:.2f} s), {what}; rewrite it without nested repetition "
+                "(`logx patterns lint`).", style="yellow")
 
 
 SYMPTOM_PRIORITY = 10  # problems ranked at or below this are symptoms (sigquit, "see above")
