@@ -47,7 +47,9 @@ _NATIVE_HEAD = re.compile(r"terminate called after throwing an instance of '([^'
 _NATIVE_FRAME = re.compile(r"\s*(?:frame #\d+: |Exception raised from |\(no backtrace available\))")
 _GROUP_PREFIX = re.compile(r"\s*(?:\+[-+]*|\|)(?: |$)")
 _GROUP_SEPARATOR = re.compile(r"\s*\+?-[-+]*(?: [\d.]+ -+| \.\.\.)?\s*$")
-_ELLIPSIS = re.compile(r"\s*(?:\.\.\.|\u2026|\[Previous line repeated)")
+_ELLIPSIS = re.compile(r"\s*(?:\.\.\.|\u2026)")
+# CPython's own elision of a frame repeated more than 3 times (recursion): nothing is missing
+_REPEATED = re.compile(r"\s*\[Previous line repeated \d+ more times?\]\s*$")
 _TERMINAL_PUNCT = tuple(".!?)]}'\">`")
 
 # Event kinds the assembler may fold into a traceback (a message line, a headless start).
@@ -387,10 +389,12 @@ class TracebackAssembler:
         text = line.message if text is None else text
         if kind is not None and kind in _ENDING_KINDS:
             return False
-        if text.startswith(("  |", "  +", "    |", "    +", "|", "+-", "+")) and _GROUP_PREFIX.match(text):
+        if text.lstrip(" ")[:1] in ("|", "+") and _GROUP_PREFIX.match(text):  # any nesting depth
             if _GROUP_SEPARATOR.match(text):
-                # "+---------------- 2 ----------------": the next sub-exception of a group
-                if b.current.type is not None or b.current.frames:
+                # "+---------------- 2 ----------------": the next sub-exception of a group;
+                # "+------------------------------------" closes one (no segment follows)
+                numbered = any(ch.isdigit() for ch in text) or "..." in text
+                if numbered and (b.current.type is not None or b.current.frames):
                     b.new_segment("group")
                 return True
             text = _GROUP_PREFIX.sub("", text, count=1)
@@ -442,9 +446,10 @@ class TracebackAssembler:
         if current.native and _NATIVE_FRAME.match(text):
             return True
         if b.phase == "frames":
-            if _CARET.match(text) or _ELLIPSIS.match(text):
-                if _ELLIPSIS.match(text):
-                    b.tb.frames_cut = True
+            if _CARET.match(text) or _REPEATED.match(text):
+                return True
+            if _ELLIPSIS.match(text):
+                b.tb.frames_cut = True
                 return True
             if text[0].isspace() and not (current.frames and current.frames[-1].source is not None
                                           and classify_exception_line(text, strict=False)):
