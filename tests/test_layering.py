@@ -74,7 +74,7 @@ def test_the_cycle_finder_finds_a_loop():
 
 
 # Modules still holding a text view beside their logic (the rest of the split into render/).
-RICH_OUTSIDE_RENDER = {"logforensics.cli", "logforensics.diff", "logforensics.lint", "logforensics.watch"}
+RICH_OUTSIDE_RENDER = {"logforensics.cli", "logforensics.diff", "logforensics.lint"}
 
 
 def test_rich_is_imported_only_by_the_text_views():

@@ -30,8 +30,10 @@ from rich.console import Console
 from logforensics.analysis import Options, explain
 from logforensics.catalog import load_catalog
 from logforensics.follow import IDLE
+from logforensics.render.watch import JsonRenderer, LiveRenderer
 from logforensics.sources import RawLine
-from logforensics.watch import JsonRenderer, LiveRenderer, Watcher, WatchOptions, watch
+from logforensics.watch import WatchOptions, watch
+from logforensics.watcher import Watcher
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
