@@ -244,6 +244,7 @@ def test_an_earlier_timeout_of_another_rank_never_outranks_an_error():
     found = findings(ranks_log("14:01:00", "14:02:00"), LATE, TIMEOUT)
     assert [f.id for f in found] == ["late_cause", "rank_timeout"]
 
+
 def test_caret_lines_are_never_evidence():
     """CPython 3.11+'s ``^^^^``/``~~~^^^`` markers point at the line above: alone they prove
     nothing, so neither a traceback's evidence (a paste may even start on one) nor the run's
