@@ -307,9 +307,10 @@ class Until(StrEnum):
 
 @app.command("watch")
 def watch_cmd(
-    log: Annotated[str, typer.Argument(
-        help="Log file to follow (tail -F: survives truncation and rotation, waits for it to "
-             "appear); '-' or nothing reads standard input.")] = "-",
+    logs: Annotated[list[str] | None, typer.Argument(
+        help="Log file(s) to follow (tail -F: survives truncation and rotation, waits for it to "
+             "appear); '-' or nothing reads standard input. Several files (the node logs of one "
+             "deployment) are followed together and end with the deployment's verdict.")] = None,
     until: Annotated[Until | None, typer.Option(
         "--until", help="Gate for scripts: 'ready' exits 0 once the server is ready, 1 on a "
                         "failure or process death; 'exit' waits for the process/stream to end "
@@ -332,7 +333,7 @@ def watch_cmd(
 ) -> None:
     """Follow a log as it is written: the phase reached, findings with their fix the moment
     they appear; with --until, an exit code for scripts."""
-    from .watch import WatchOptions, watch
+    from .watch import WatchOptions, watch, watch_many
 
     catalog = load_catalog(patterns)
     options = WatchOptions(until=until.value if until else None, timeout=timeout, silence=silence,
@@ -340,7 +341,10 @@ def watch_cmd(
                            verbose=verbose, pid=pid, since=_since(since), width=width,
                            dialect=dialect.value if dialect else None)
     try:
-        code = watch(log, options, catalog=catalog, console=make_console(width))
+        if logs and len(logs) > 1:
+            code = watch_many(logs, options, catalog=catalog)
+        else:
+            code = watch(logs[0] if logs else "-", options, catalog=catalog, console=make_console(width))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     raise typer.Exit(code)

@@ -31,15 +31,16 @@ from typing import Any, TextIO
 from . import sites, staleness
 from .analysis import Options
 from .catalog import Catalog, load_catalog
+from .deployment_watch import DeploymentWatch
 from .errors import EXIT_OK
 from .follow import FollowItem, follow_file, follow_stream
 from .gate import UNTIL, ProcessMonitor, Terminated, WatchOptions
 from .launcher import read_sidecar
-from .render.watch import LiveRenderer, make_renderer
+from .render.watch import JsonRenderer, LiveRenderer, PlainRenderer, Renderer, make_renderer
 from .sources import SourceError
 from .watcher import Watcher
 
-__all__ = ["WatchOptions", "watch"]
+__all__ = ["WatchOptions", "watch", "watch_many"]
 
 
 
@@ -76,6 +77,53 @@ def _silence_stdout() -> None:
         pass
 
 
+def _check(options: WatchOptions) -> None:
+    if options.until not in (None, *UNTIL):
+        raise ValueError(f"--until must be one of {', '.join(UNTIL)}")
+    for name in ("timeout", "silence"):
+        value = getattr(options, name)
+        if value is not None and value <= 0:
+            raise ValueError(f"--{name} must be a positive number of seconds")
+
+
+def _watcher(source: str, options: WatchOptions, catalog: Catalog, renderer: Renderer) -> Watcher:
+    """The watch loop of one source: its follower, its process monitor, its sidecar context."""
+    path = None if source == "-" else source
+    monitor = ProcessMonitor(path, options.pid, options.use_sidecar)
+    context = None
+    if path is not None:
+        context = staleness.prepare(path, Options(pid=options.pid, since=options.since)) \
+            if options.use_sidecar \
+            else staleness.Context(path=path)
+    items, name = open_source(source, options, context)
+    watcher = Watcher(items, renderer, options, catalog, name, monitor if monitor.active else None,
+                      path=path, context=context)
+    if options.until == "exit" and source != "-" and options.pid is None and (
+            not options.use_sidecar or read_sidecar(source) is None):
+        renderer.notice("note", "no `logx run` sidecar and no --pid: --until exit cannot see the "
+                                "process end; it stops at Ctrl-C or --timeout")
+    return watcher
+
+
+@contextlib.contextmanager
+def _session(out: TextIO | None, closing: list[Any]) -> Iterator[None]:
+    """SIGTERM ends the watch like Ctrl-C; a closed pipe downstream is quiet; followers and
+    live views are closed whatever happens."""
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminate)  # `timeout`, kill: end like Ctrl-C
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        for thing in closing:
+            stop = thing.stop if isinstance(thing, LiveRenderer) else getattr(thing, "close", None)
+            if stop is not None:
+                with contextlib.suppress(Exception):
+                    stop()
+
+
 def watch(source: str = "-", options: WatchOptions | None = None, *,
           catalog: Catalog | None = None, out: TextIO | None = None,
           console: Any = None) -> int:
@@ -85,45 +133,39 @@ def watch(source: str = "-", options: WatchOptions | None = None, *,
     default). Raises ``SourceError`` for a source that cannot be followed and ``ValueError``
     for bad options."""
     options = options or WatchOptions()
-    if options.until not in (None, *UNTIL):
-        raise ValueError(f"--until must be one of {', '.join(UNTIL)}")
-    for name in ("timeout", "silence"):
-        value = getattr(options, name)
-        if value is not None and value <= 0:
-            raise ValueError(f"--{name} must be a positive number of seconds")
+    _check(options)
     catalog = catalog or load_catalog()
     sites.load_in_background()
-    path = None if source == "-" else source
-    monitor = ProcessMonitor(path, options.pid, options.use_sidecar)
-    context = None
-    if path is not None:
-        context = staleness.prepare(path, Options(pid=options.pid, since=options.since)) \
-            if options.use_sidecar \
-            else staleness.Context(path=path)
-    items, name = open_source(source, options, context)
     renderer = make_renderer(options, out, console)
-    watcher = Watcher(items, renderer, options, catalog, name, monitor if monitor.active else None,
-                      path=path, context=context)
-    if options.until == "exit" and source != "-" and options.pid is None and (
-            not options.use_sidecar or read_sidecar(source) is None):
-        renderer.notice("note", "no `logx run` sidecar and no --pid: --until exit cannot see the "
-                                "process end; it stops at Ctrl-C or --timeout")
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _terminate)  # `timeout`, kill: end like Ctrl-C
+    watcher = _watcher(source, options, catalog, renderer)
     try:
-        return watcher.execute()
+        with _session(out, [renderer, watcher.items]):
+            return watcher.execute()
     except BrokenPipeError:
         if out is None or out is sys.stdout:
             _silence_stdout()
         return EXIT_OK
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-        if isinstance(renderer, LiveRenderer):
-            renderer.stop()
-        close = getattr(items, "close", None)
-        if close is not None:
-            with contextlib.suppress(Exception):
-                close()
 
+
+def watch_many(sources: list[str], options: WatchOptions | None = None, *,
+               catalog: Catalog | None = None, out: TextIO | None = None) -> int:
+    """Follow several node logs together (``logx watch node*.log``): each file's updates are
+    printed with its name, and the end is the deployment's, as ``logx explain`` gives it for
+    the same files (see ``deployment_watch.py``). Plain lines or JSON lines (a live view is
+    one file's). Same exit codes as ``watch``."""
+    options = options or WatchOptions()
+    _check(options)
+    catalog = catalog or load_catalog()
+    sites.load_in_background()
+    mode = "json" if options.mode == "json" else "plain"
+    watchers = [_watcher(src, options, catalog,
+                         JsonRenderer(out, label=src) if mode == "json" else
+                         PlainRenderer(out, verbose=options.verbose, label=src))
+                for src in sources]
+    try:
+        with _session(out, [w.items for w in watchers]):
+            return DeploymentWatch(watchers, JsonRenderer(out) if mode == "json" else PlainRenderer(out)).execute()
+    except BrokenPipeError:
+        if out is None or out is sys.stdout:
+            _silence_stdout()
+        return EXIT_OK

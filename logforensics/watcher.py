@@ -460,36 +460,51 @@ class Watcher:
         outcome: Outcome | None = None
         try:
             for item in iterator:
-                now = time.monotonic()
-                idle = False
-                if isinstance(item, RawLine):
-                    self.waiting = False
-                    if item.eol:  # a line without newline comes once the writer went quiet
-                        self.last_line_at = now
-                    self.feed(item)
-                else:
-                    idle = self._on_tick(item, now)
-                self._poll_process(now)
-                outcome = self._decide(now, idle)
+                outcome = self.step(item)
                 if outcome is not None:
                     break
-                self.renderer.refresh(self)
             else:
-                self.eof = True
-                outcome = self._decide(time.monotonic(), True)
+                outcome = self.exhausted()
         except KeyboardInterrupt as exc:
-            self._finish()
-            how = "stopped (SIGTERM)" if isinstance(exc, Terminated) else "stopped (Ctrl-C)"
-            outcome = self._outcome("interrupted", None, how)
+            outcome = self.interrupted(exc)
         finally:
             close = getattr(iterator, "close", None)
             if close is not None:
                 with contextlib.suppress(Exception):
                     close()
-        if outcome is None:  # pragma: no cover - the for/else always decides
+        return outcome
+
+    def step(self, item: FollowItem) -> Outcome | None:
+        """One line or tick of the source; the outcome once the watch is decided."""
+        now = time.monotonic()
+        idle = False
+        if isinstance(item, RawLine):
+            self.waiting = False
+            if item.eol:  # a line without newline comes once the writer went quiet
+                self.last_line_at = now
+            self.feed(item)
+        else:
+            idle = self._on_tick(item, now)
+        self._poll_process(now)
+        outcome = self._decide(now, idle)
+        if outcome is None:
+            self.renderer.refresh(self)
+        return outcome
+
+    def exhausted(self) -> Outcome:
+        """The source ended (a pipe's EOF): decide on everything read."""
+        self.eof = True
+        outcome = self._decide(time.monotonic(), True)
+        if outcome is None:  # pragma: no cover - at the end of the source every mode decides
             self._finish()
             outcome = self._outcome("eof")
         return outcome
+
+    def interrupted(self, exc: KeyboardInterrupt) -> Outcome:
+        """Ctrl-C or SIGTERM: the summary of what was read."""
+        self._finish()
+        how = "stopped (SIGTERM)" if isinstance(exc, Terminated) else "stopped (Ctrl-C)"
+        return self._outcome("interrupted", None, how)
 
     def _on_tick(self, tick: Tick, now: float) -> bool:
         kind = tick.kind

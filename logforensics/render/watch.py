@@ -64,14 +64,20 @@ class Renderer:
 
     def end(self, outcome: Outcome, watcher: WatchView) -> None: ...
 
+    def deployment_end(self, summary: dict[str, Any], lines: list[str]) -> None:
+        """The end of several files watched together: ``summary`` for JSON, ``lines`` for text."""
+
 
 class _LineWriter:
-    """Writes whole lines to a text stream, UTF-8 whatever the locale, flushed at once."""
+    """Writes whole lines to a text stream, UTF-8 whatever the locale, flushed at once;
+    ``prefix`` starts each (the file's name when several are watched)."""
 
-    def __init__(self, out: TextIO | None):
+    def __init__(self, out: TextIO | None, prefix: str = ""):
         self.out = out if out is not None else sys.stdout
+        self.prefix = prefix
 
     def write(self, text: str) -> None:
+        text = self.prefix + text
         buffer = getattr(self.out, "buffer", None)
         if buffer is not None:
             buffer.write((text + "\n").encode("utf-8", "replace"))
@@ -88,8 +94,8 @@ class PlainRenderer(Renderer):
         14:01:40 FATAL spec_decode_radix_mamba_no_buffer: <title> — fix: <fix>
     """
 
-    def __init__(self, out: TextIO | None = None, verbose: bool = False):
-        self.w = _LineWriter(out)
+    def __init__(self, out: TextIO | None = None, verbose: bool = False, label: str | None = None):
+        self.w = _LineWriter(out, f"{label}: " if label else "")
         self.verbose = verbose
 
     def phase(self, run: Run, phase: str, line: int, ts: str | None) -> None:
@@ -111,6 +117,10 @@ class PlainRenderer(Renderer):
     def process(self, end: ProcessEnd, ts: str | None) -> None:
         self.w.write(f"{clock(None)} process {end.pid or '?'} {end.how()}")
 
+    def deployment_end(self, summary: dict[str, Any], lines: list[str]) -> None:
+        for text in lines:
+            self.w.write(f"{clock(None)} {text}")
+
     def end(self, o: Outcome, watcher: WatchView) -> None:
         head = f"{clock(None)} end {o.reason.upper()}: verdict {o.verdict}, exit {o.exit_code}"
         if o.message:
@@ -125,12 +135,15 @@ class JsonRenderer(Renderer):
     """JSON lines: ``{"type": "phase", "phase", "line", "run", "time"}``, ``{"type": "run",
     …}``, ``{"type": "finding", **Finding.to_dict()}``, ``{"type": "process", …}``,
     ``{"type": "source", "event", "detail"}`` and finally ``{"type": "end", "verdict",
-    "exit_code", "reason", …}``."""
+    "exit_code", "reason", …}`` (with ``label``: a ``"file"`` key first in each)."""
 
-    def __init__(self, out: TextIO | None = None):
+    def __init__(self, out: TextIO | None = None, label: str | None = None):
         self.w = _LineWriter(out)
+        self.label = label  # the file, when several are watched: a "file" key in every object
 
     def _emit(self, obj: dict[str, Any]) -> None:
+        if self.label is not None:
+            obj = {"file": self.label, **obj}
         self.w.write(json.dumps(obj, ensure_ascii=False))
 
     def phase(self, run: Run, phase: str, line: int, ts: str | None) -> None:
@@ -150,6 +163,9 @@ class JsonRenderer(Renderer):
 
     def end(self, o: Outcome, watcher: WatchView) -> None:
         self._emit(o.to_dict())
+
+    def deployment_end(self, summary: dict[str, Any], lines: list[str]) -> None:
+        self._emit(summary)
 
 
 def memory_rows(run: Run) -> list[tuple[str, str]]:
