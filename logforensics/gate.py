@@ -66,14 +66,12 @@ class ProcessEnd:
         return "ended"
 
     def describe(self) -> str:
-        who = f"process {self.pid}" if self.pid else "the process"
+        """``process 42 exited with code 1``, ``the input stream ended``, …"""
         if self.source == "stream":
             return "the input stream ended"
-        if self.signal is not None:
-            return f"{who} was killed by signal {self.signal}"
-        if self.exit_code is not None:
-            return f"{who} exited with code {self.exit_code}"
-        return f"{who} is gone"
+        who = f"process {self.pid}" if self.pid else "the process"
+        how = self.how()
+        return f"{who} is gone" if how == "ended" else f"{who} {how}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"pid": self.pid, "exit_code": self.exit_code, "signal": self.signal,
