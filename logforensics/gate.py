@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from .findings import Finding
 from .follow import POLL_SECONDS
-from .launcher import read_sidecar
+from .launcher import Sidecar, read_sidecar
 from .procinfo import process_info
 from .runs import Run
 
@@ -96,7 +96,7 @@ class ProcessMonitor:
         self.log_path = log_path if use_sidecar else None
         self.explicit_pid = pid
         self.pid = pid
-        self.sidecar = None
+        self.sidecar: Sidecar | None = None
 
     @property
     def active(self) -> bool:

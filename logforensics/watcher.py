@@ -411,7 +411,7 @@ class Watcher:
                         at = problem.evidence[0].line if problem.evidence else self.analyzer.lines
                         return self._stale_history(at) or self._outcome(
                             "failed", EXIT_FAILURE, f"{problem.id}: {problem.title}")
-                elif problem is None and gate_ready(run):
+                elif problem is None and run is not None and gate_ready(run):
                     line = run.phase_lines.get("ready") or run.phase_lines.get("serving") or 0
                     return self._stale_history(line) or self._outcome(
                         "ready", EXIT_OK, f"the server is ready (line {line})")

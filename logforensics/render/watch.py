@@ -317,7 +317,7 @@ class LiveRenderer(Renderer):
                 grid.add_row("" if i else "Memory", Text.assemble((f"{label}: ", "bold dim"), value))
             serving = serving_json(run)
             if serving:
-                parts = [f"running {serving['running_req']} req" if serving.get("running_req")
+                stats = [f"running {serving['running_req']} req" if serving.get("running_req")
                          is not None else None,
                          f"queue {serving['queue_req']}" if serving.get("queue_req") is not None
                          else None,
@@ -326,7 +326,7 @@ class LiveRenderer(Renderer):
                          f"gen {serving['gen_throughput']} tok/s" if serving.get("gen_throughput")
                          is not None else None,
                          f"{serving['requests']} requests" if serving.get("requests") else None]
-                grid.add_row("Serving", " · ".join(p for p in parts if p) or "batches seen")
+                grid.add_row("Serving", " · ".join(p for p in stats if p) or "batches seen")
         if w.process_end is not None:
             grid.add_row("Process", Text(w.process_end.describe(), style="bold red"
                                          if w.process_end.abnormal else ""))
