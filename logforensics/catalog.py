@@ -306,6 +306,7 @@ class RegexGuard:
 
     def __init__(self) -> None:
         self.slow: dict[str, SlowPattern] = {}
+        self.disabled_order: list[SlowPattern] = []  # in the order they were disabled
 
     def disabled(self, pattern: Pattern) -> bool:
         slow = self.slow.get(pattern.id)
@@ -317,3 +318,5 @@ class RegexGuard:
             slow = self.slow[pattern.id] = SlowPattern(pattern.id, pattern.source)
         slow.timeouts += 1
         slow.seconds += seconds
+        if slow.timeouts == DISABLE_AFTER_TIMEOUTS:
+            self.disabled_order.append(slow)

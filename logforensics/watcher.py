@@ -120,6 +120,7 @@ class Watcher:
         self.live = False  # caught up with what the source held when the watch started
         self.history_lines: int | None = None  # the lines it held then (None: not caught up yet)
         self.synthetic: list[Finding] = []
+        self._slow_noticed = 0  # the patterns disabled for timing out already said
 
     # — state ——————————————————————————————————————————————————————————————
 
@@ -144,6 +145,12 @@ class Watcher:
         return next((f for f in self.current_findings() if f.is_problem), None)
 
     def _ingest(self, events: list) -> None:
+        disabled = self.analyzer.matcher.guard.disabled_order
+        for slow in disabled[self._slow_noticed:]:  # said once, when it is dropped
+            self.renderer.notice("note", f"pattern {slow.id} ({slow.source}): its regex timed out "
+                                         f"{slow.timeouts}× ({slow.seconds:.2f} s); disabled for the "
+                                         "rest of this log", self.last_ts)
+        self._slow_noticed = len(disabled)
         interesting = trigger = False
         dialect = self.analyzer.dialect
         triggers = dialect.ending_kinds | dialect.memory_kinds | _TRIGGER_KINDS

@@ -747,3 +747,17 @@ def test_gate_waits_for_the_traceback_a_crash_announcement_opens():
     assert not ended  # decided while the stream was still open
     end = jsonl(out.getvalue())[-1]
     assert end["primary"] == "max_model_len_exceeds_kv_capacity", end
+
+
+def test_a_backtracking_user_pattern_is_said_once_while_watching():
+    """The watch says once, as a note, that a pattern was disabled for timing out."""
+    from conftest import make_catalog
+
+    hostile = make_catalog({"id": "evil", "match": {"line": r"(a+)+$"}})
+    lines = [f"{ts(i)} {'a' * 5000}!" for i in range(8)]
+    out = io.StringIO()
+    watcher = Watcher([RawLine(i + 1, 0, t.encode()) for i, t in enumerate(lines)], JsonRenderer(out),
+                      WatchOptions(), catalog=hostile)
+    watcher.execute()
+    notes = [o for o in jsonl(out.getvalue()) if o["type"] == "source" and "pattern evil" in o["detail"]]
+    assert len(notes) == 1 and "timed out 3×" in notes[0]["detail"]
