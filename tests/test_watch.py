@@ -139,7 +139,7 @@ class Procs:
             log.write_bytes(b"")
         p = self.logx(str(log), *args, **kw)
         target = os.path.realpath(log)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline and p.poll() is None:
             with contextlib.suppress(OSError):
                 for fd in os.listdir(f"/proc/{p.pid}/fd"):
@@ -166,11 +166,11 @@ class LineReader:
         for raw in iter(stream.readline, b""):
             self.lines.append((time.monotonic(), raw.decode("utf-8", "replace").rstrip("\n")))
 
-    def join(self, timeout: float = 30) -> list[str]:
+    def join(self, timeout: float = 90) -> list[str]:
         self._thread.join(timeout)
         return [text for _, text in self.lines]
 
-    def wait_for(self, needle: str, timeout: float = 20) -> float | None:
+    def wait_for(self, needle: str, timeout: float = 60) -> float | None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for at, text in self.lines:
@@ -180,7 +180,7 @@ class LineReader:
         return None
 
 
-def run_logx(p: subprocess.Popen, timeout: float = 30) -> tuple[int, str, str]:
+def run_logx(p: subprocess.Popen, timeout: float = 90) -> tuple[int, str, str]:
     out, err = p.communicate(timeout=timeout)
     return p.returncode, out.decode(), err.decode()
 
@@ -216,9 +216,9 @@ def assert_seed_finding(findings: list[dict]) -> dict:
 
 def test_seed_file_until_ready_exits_1_after_idle_flush(tmp_path, procs):
     log = tmp_path / "server.log"
-    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "20")
-    writer = procs.writer(log, lines_steps(SEED, 0.04) + [["sleep", 30]])  # dies, no more lines
-    code, out, err = run_logx(p, timeout=25)
+    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "60")
+    writer = procs.writer(log, lines_steps(SEED, 0.04) + [["sleep", 90]])  # dies, no more lines
+    code, out, err = run_logx(p, timeout=75)
     assert code == 1, (out, err)
     assert writer.poll() is None  # decided while the stream was still open: the idle flush
     objs = jsonl(out)
@@ -233,7 +233,7 @@ def test_seed_file_until_ready_exits_1_after_idle_flush(tmp_path, procs):
 
 
 def test_seed_through_a_pipe_plain_lines(procs):
-    writer = procs.writer("-", lines_steps(SEED, 0.03) + [["sleep", 30]], stdout=subprocess.PIPE)
+    writer = procs.writer("-", lines_steps(SEED, 0.03) + [["sleep", 90]], stdout=subprocess.PIPE)
     p = procs.logx("--until", "ready", stdin=writer.stdout)
     writer.stdout.close()
     code, out, err = run_logx(p)
@@ -276,7 +276,7 @@ fix = "fix the cause"
     log = tmp_path / "server.log"
     p = procs.follow(log, "--until", "ready", "--json", "--patterns", str(pats))
     procs.writer(log, lines_steps(HEALTHY[:3]) + [
-        ["w", f"{ts(5)} WATCHTEST symptom\n{ts(5)} WATCHTEST cause\n"], ["sleep", 30]])
+        ["w", f"{ts(5)} WATCHTEST symptom\n{ts(5)} WATCHTEST cause\n"], ["sleep", 90]])
     code, out, _ = run_logx(p)
     assert code == 1
     objs = jsonl(out)
@@ -289,8 +289,8 @@ fix = "fix the cause"
 
 def test_healthy_startup_until_ready_exits_0(tmp_path, procs):
     log = tmp_path / "server.log"
-    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "20")
-    writer = procs.writer(log, lines_steps(HEALTHY, 0.03) + [["sleep", 30]])
+    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "60")
+    writer = procs.writer(log, lines_steps(HEALTHY, 0.03) + [["sleep", 90]])
     code, out, err = run_logx(p)
     assert code == 0, (out, err)
     assert writer.poll() is None
@@ -304,10 +304,10 @@ def test_silence_exits_3_naming_the_phase(tmp_path, procs):
     log = tmp_path / "server.log"
     p = procs.follow(log, "--until", "ready", "--silence", "0.8", "--json")
     start = time.monotonic()
-    procs.writer(log, lines_steps(HEALTHY[:4]) + [["sleep", 30]])  # stuck loading weights
-    code, out, _ = run_logx(p, timeout=25)
+    procs.writer(log, lines_steps(HEALTHY[:4]) + [["sleep", 90]])  # stuck loading weights
+    code, out, _ = run_logx(p, timeout=75)
     assert code == 3
-    assert time.monotonic() - start > 0.8  # never early (the writer sleeps 30 s: it did not end it)
+    assert time.monotonic() - start > 0.8  # never early (the writer sleeps 90 s: it did not end it)
     end = jsonl(out)[-1]
     assert end["reason"] == "silence" and end["phase"] == "weights" and end["exit_code"] == 3
     assert "stalled in phase weights (last line 4)" in end["message"]
@@ -322,11 +322,11 @@ def test_timeout_while_waiting_for_a_missing_file(tmp_path, procs):
 
 def test_file_appearing_late_is_followed(tmp_path, procs):
     log = tmp_path / "late.log"
-    p = procs.logx(str(log), "--until", "ready", "--timeout", "20")
+    p = procs.logx(str(log), "--until", "ready", "--timeout", "60")
     reader = LineReader(p.stdout)
     assert reader.wait_for("waiting for") is not None
-    procs.writer(log, [["sleep", 0.2]] + lines_steps(HEALTHY, 0.01) + [["sleep", 30]])
-    p.wait(timeout=30)
+    procs.writer(log, [["sleep", 0.2]] + lines_steps(HEALTHY, 0.01) + [["sleep", 90]])
+    p.wait(timeout=90)
     out = "\n".join(reader.join())
     assert p.returncode == 0 and "end READY" in out
 
@@ -342,10 +342,10 @@ def test_crash_mid_traceback_reported_after_idle_flush_once(tmp_path, procs):
     reader = LineReader(p.stdout)
     seen_at = reader.wait_for("watchtest boom")
     assert seen_at is not None
-    writer.wait(timeout=30)
+    writer.wait(timeout=90)
     time.sleep(0.3)  # let watch read the line that completes the traceback
     p.send_signal(signal.SIGINT)
-    p.wait(timeout=30)
+    p.wait(timeout=90)
     objs = [json.loads(t) for t in reader.join()]
     written = write_times(writer)
     sigquit_at = next(t for text, t in written if text.startswith(ts(22)[:20]))
@@ -378,10 +378,10 @@ def test_copytruncate_and_rotation_mid_stream(tmp_path, procs):
     log = tmp_path / "server.log"
     steps = (lines_steps(HEALTHY[:4], 0.02) + [["sleep", 0.3], ["truncate"], ["sleep", 0.3]]
              + lines_steps(HEALTHY[4:9], 0.02) + [["sleep", 0.3], ["rotate"]]
-             + lines_steps(HEALTHY[9:], 0.02) + [["sleep", 30]])
-    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "20")
+             + lines_steps(HEALTHY[9:], 0.02) + [["sleep", 90]])
+    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "60")
     procs.writer(log, steps)
-    code, out, err = run_logx(p, timeout=30)
+    code, out, err = run_logx(p)
     assert code == 0, (out, err)
     objs = jsonl(out)
     assert [o["phase"] for o in objs if o["type"] == "phase"] == STARTUP_PHASES
@@ -407,9 +407,9 @@ def test_process_dying_without_a_word_is_noticed(tmp_path, procs):
     go = tmp_path / "go"
     server = procs.writer(log, [["wait", str(go)]] + lines_steps(fresh(HEALTHY[:4])) + [["sleep", 0.4], ["exit", 0]])
     sidecar(log, server.pid)
-    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "20")
+    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "60")
     go.write_text("")
-    code, out, _ = run_logx(p, timeout=30)
+    code, out, _ = run_logx(p)
     assert code == 1
     objs = jsonl(out)
     died = [o for o in objs if o["type"] == "finding" and o["id"] == "process_died_without_traceback"]
@@ -430,7 +430,7 @@ def test_without_until_a_death_is_reported_and_following_goes_on(tmp_path, procs
     time.sleep(0.3)
     assert p.poll() is None  # tail -F: a restarted server may write to the same log
     p.send_signal(signal.SIGINT)
-    p.wait(timeout=30)
+    p.wait(timeout=90)
     objs = [json.loads(t) for t in reader.join()]
     assert p.returncode == 1  # explain's code for what it saw: the process died
     assert objs[-1]["reason"] == "interrupted" and objs[-1]["verdict"] == "failed"
@@ -440,11 +440,11 @@ def test_sidecar_offset_skips_the_previous_appended_run(tmp_path, procs):
     log = tmp_path / "server.log"
     log.write_text("\n".join(HEALTHY) + "\n")  # `logx run --append`: the previous run is above
     go = tmp_path / "go"
-    server = procs.writer(log, [["wait", str(go)]] + lines_steps(fresh(SEED), 0.01) + [["sleep", 30]])
+    server = procs.writer(log, [["wait", str(go)]] + lines_steps(fresh(SEED), 0.01) + [["sleep", 90]])
     sidecar(log, server.pid, log_offset=log.stat().st_size)
-    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "20")
+    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "60")
     go.write_text("")
-    code, out, _ = run_logx(p, timeout=30)
+    code, out, _ = run_logx(p)
     assert code == 1
     objs = jsonl(out)
     assert objs[0] == {**objs[0], "type": "phase", "phase": "args", "line": len(HEALTHY) + 1}
@@ -455,7 +455,7 @@ def test_until_exit_with_a_finished_sidecar(tmp_path, procs):
     log = tmp_path / "server.log"
     log.write_text("\n".join(fresh(SEED)) + "\n")
     sidecar(log, 999_999_999, ended_at=datetime.now(UTC).isoformat(), exit_code=1)
-    p = procs.logx(str(log), "--until", "exit", "--json", "--timeout", "20")
+    p = procs.logx(str(log), "--until", "exit", "--json", "--timeout", "60")
     code, out, _ = run_logx(p)
     assert code == 1 == explain(log, options=Options(status=True)).exit_code  # as `logx explain` says
     end = jsonl(out)[-1]
@@ -466,7 +466,7 @@ def test_until_exit_says_stale_like_explain(tmp_path, procs):
     log = tmp_path / "server.log"
     log.write_text("\n".join(SEED) + "\n")  # March timestamps, a process started now
     sidecar(log, 999_999_999, ended_at=datetime.now(UTC).isoformat(), exit_code=1)
-    code, out, _ = run_logx(procs.logx(str(log), "--until", "exit", "--json", "--timeout", "20"))
+    code, out, _ = run_logx(procs.logx(str(log), "--until", "exit", "--json", "--timeout", "60"))
     assert code == 3 == explain(log, options=Options(status=True)).exit_code  # as `logx explain` says
     objs = jsonl(out)
     assert objs[-1]["verdict"] == "stale"
@@ -476,9 +476,9 @@ def test_until_exit_says_stale_like_explain(tmp_path, procs):
 def test_until_ready_does_not_trust_an_earlier_runs_ready_line(tmp_path, procs):
     log = tmp_path / "server.log"
     log.write_text("\n".join(HEALTHY) + "\n")  # an old run, ready; the new server writes elsewhere
-    server = procs.writer(tmp_path / "elsewhere.log", [["sleep", 30]])
+    server = procs.writer(tmp_path / "elsewhere.log", [["sleep", 90]])
     sidecar(log, server.pid)
-    code, out, _ = run_logx(procs.logx(str(log), "--until", "ready", "--json", "--timeout", "20"))
+    code, out, _ = run_logx(procs.logx(str(log), "--until", "ready", "--json", "--timeout", "60"))
     assert code == 3
     end = jsonl(out)[-1]
     assert end["reason"] == "stale" and end["verdict"] == "stale"
@@ -507,9 +507,9 @@ def test_without_until_a_pipe_ends_with_a_summary(procs):
 def test_from_end_ignores_an_earlier_ready_run(tmp_path, procs):
     log = tmp_path / "server.log"
     log.write_text("\n".join(HEALTHY) + "\n")  # yesterday's run, ready
-    p = procs.follow(log, "--until", "ready", "--from-end", "--json", "--timeout", "20")
-    procs.writer(log, [["sleep", 0.1]] + lines_steps(SEED, 0.01) + [["sleep", 30]])
-    code, out, _ = run_logx(p, timeout=30)
+    p = procs.follow(log, "--until", "ready", "--from-end", "--json", "--timeout", "60")
+    procs.writer(log, [["sleep", 0.1]] + lines_steps(SEED, 0.01) + [["sleep", 90]])
+    code, out, _ = run_logx(p)
     assert code == 1
     objs = jsonl(out)
     assert objs[0]["type"] == "phase" and objs[0]["line"] == len(HEALTHY) + 1
@@ -522,11 +522,11 @@ def test_from_end_ignores_an_earlier_ready_run(tmp_path, procs):
 def test_ctrl_c_ends_cleanly_with_a_summary(tmp_path, procs, sig):
     log = tmp_path / "server.log"
     p = procs.follow(log, "--plain")
-    procs.writer(log, lines_steps(HEALTHY[:5]) + [["sleep", 30]])
+    procs.writer(log, lines_steps(HEALTHY[:5]) + [["sleep", 90]])
     reader = LineReader(p.stdout)
     assert reader.wait_for("phase weights") is not None
     p.send_signal(sig)
-    p.wait(timeout=30)
+    p.wait(timeout=90)
     out = "\n".join(reader.join())
     assert p.returncode == 0  # explain's code for what it saw: no failure
     assert "end INTERRUPTED" in out
@@ -538,11 +538,11 @@ def test_closed_pipe_downstream_is_quiet(tmp_path, procs):
     log = tmp_path / "server.log"
     p = procs.follow(log, "--json")
     procs.writer(log, lines_steps(HEALTHY[:2]) + [["sleep", 0.5]] + lines_steps(HEALTHY[2:], 0.02)
-                 + [["sleep", 30]])
+                 + [["sleep", 90]])
     first = p.stdout.readline()  # like `| head -1`
     assert json.loads(first)["type"] == "phase"
     p.stdout.close()
-    p.wait(timeout=30)
+    p.wait(timeout=90)
     assert p.returncode == 0
     assert p.stderr.read() == b""
 
@@ -585,12 +585,12 @@ def test_live_view_in_a_pty(tmp_path, procs):
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "140", "LINES": "50"}
     env.pop("NO_COLOR", None)
     try:
-        p = procs.follow(log, "--until", "ready", "--timeout", "20", stdout=slave, stderr=slave, env=env)
-        procs.writer(log, lines_steps(KV_FAIL, 0.05) + [["sleep", 30]])
+        p = procs.follow(log, "--until", "ready", "--timeout", "60", stdout=slave, stderr=slave, env=env)
+        procs.writer(log, lines_steps(KV_FAIL, 0.05) + [["sleep", 90]])
         os.close(slave)
         slave = -1
         screen = read_pty(master, p, timeout=30)
-        assert p.wait(timeout=30) == 1, screen
+        assert p.wait(timeout=90) == 1, screen
     finally:
         os.close(master)
         if slave >= 0:
@@ -631,7 +631,7 @@ def test_live_view_memory_and_serving_figures():
 def _watch_json(path: Path, **opts) -> list[dict]:
     """``logx watch PATH --json`` in process; ``--timeout`` is only the safety net."""
     out = io.StringIO()
-    watch(str(path), WatchOptions(mode="json", timeout=20, **opts), out=out)
+    watch(str(path), WatchOptions(mode="json", timeout=60, **opts), out=out)
     return jsonl(out.getvalue())
 
 
@@ -663,19 +663,19 @@ def test_gate_decides_at_once_after_a_fatal_finding(tmp_path, procs, shape):
     watch joined with --from-end after an earlier ready run, or the log was rotated and the new
     file holds only the traceback."""
     log = tmp_path / "server.log"
-    args = ["--until", "ready", "--json", "--timeout", "20"]
+    args = ["--until", "ready", "--json", "--timeout", "60"]
     if shape == "last_line_without_newline":
-        steps = lines_steps(SEED_CUT[:-1], 0.01) + [["w", SEED_CUT[-1]], ["sleep", 30]]
+        steps = lines_steps(SEED_CUT[:-1], 0.01) + [["w", SEED_CUT[-1]], ["sleep", 90]]
     elif shape == "from_end":
         log.write_text("\n".join(HEALTHY) + "\n")
         args.append("--from-end")
-        steps = lines_steps(SEED_CUT, 0.01) + [["sleep", 30]]
+        steps = lines_steps(SEED_CUT, 0.01) + [["sleep", 90]]
     else:
         steps = lines_steps(HEALTHY[:3], 0.01) + [["sleep", 0.2], ["rotate"]] + lines_steps(SEED_CUT, 0.01) \
-            + [["sleep", 30]]
+            + [["sleep", 90]]
     p = procs.follow(log, *args)
     writer = procs.writer(log, steps)
-    code, out, err = run_logx(p, timeout=25)
+    code, out, err = run_logx(p, timeout=75)
     assert code == 1, (out, err)
     assert writer.poll() is None  # decided by the crash, not by the end of the writer
     end = jsonl(out)[-1]
@@ -695,7 +695,7 @@ def test_gate_with_since_does_not_trust_an_earlier_runs_ready_line(tmp_path, pro
     log = tmp_path / "server.log"
     log.write_text("\n".join(HEALTHY) + "\n")  # March timestamps: before the run of interest
     code, out, _ = run_logx(procs.logx(str(log), "--until", "ready", "--json", "--since", "10m",
-                                       "--timeout", "20"), timeout=25)
+                                       "--timeout", "60"), timeout=75)
     assert code == 3
     end = jsonl(out)[-1]
     assert end["reason"] == "stale" and end["verdict"] == "stale"
