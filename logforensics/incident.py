@@ -30,7 +30,8 @@ from .report import Report
 
 SCHEMA = "logx.incident/1"
 EARLY_PHASES = frozenset({"launch", "args", "import"})  # before any node waits for the others
-_TP = re.compile(r"\bTP(\d+)\b")
+_TP = re.compile(r"(?:\b|_)TP(\d+)\b")  # "TP3", "DP1 TP3 EP3", vLLM's "Worker_TP3"
+_PID = re.compile(r" pid=\d+$")
 _DIGITS = re.compile(r"\d+")
 
 
@@ -103,27 +104,36 @@ def summarize(report: Report) -> NodeSummary:
     run = report.run
     failures = tuple(
         Failure(id=f.id, title=f.title, role=f.role, phase=f.phase, priority=f.priority,
-                file=report.file, stream=f.streams[0] if f.streams else "",
+                file=report.file, stream=process(f.streams[0]) if f.streams else "",
                 line=f.evidence[0].line if f.evidence else 0, at=f.at,
                 text=f.evidence[0].text if f.evidence else "")
         for f in report.findings if f.is_problem)
     if run is None:
         return NodeSummary(report.file, report.verdict, report.exit_code, "launch", failures=failures)
-    args = run.args
-    ranks = {s for f in report.findings for s in f.streams if s}
-    ranks |= {e.line.tag for e in run.memory_events if e.line.tag}
-    ranks |= {stream.rsplit("|", 1)[-1] for _kind, stream in run.startup_seen if stream}
-    has_args = run.args_line is not None
+    args, names = run.args, run.dialect.launch_args
+    streams = {s for f in report.findings for s in f.streams}
+    streams |= {e.line.stream for e in run.memory_events}
+    streams |= {stream for _kind, stream in run.startup_seen}
+    ranks = {process(s) for s in streams} - {""}
+    has_args = run.args_line is not None and names is not None
     times = [t for t in [parse_timestamp(run.ended_at), *(parse_timestamp(f.at) for f in failures)] if t]
     ended_at = max(times).strftime("%Y-%m-%d %H:%M:%S") if times else None
+    identity: dict[str, Any] = {}
+    if has_args and names is not None:
+        address = ":".join(str(args[k]) for k in names.address if args.get(k) not in (None, "None"))
+        identity = {"nnodes": _int(args.get(names.nnodes), 1), "node_rank": _int(args.get(names.node_rank), 0),
+                    "dist_init_addr": address or None, "tp_size": _int(args.get(names.tp_size), None)}
     return NodeSummary(
         file=report.file, verdict=report.verdict, exit_code=report.exit_code, phase=run.phase,
-        model=run.model, nnodes=_int(args.get("nnodes"), 1) if has_args else None,
-        node_rank=_int(args.get("node_rank"), 0) if has_args else None,
-        dist_init_addr=str(args["dist_init_addr"]) if args.get("dist_init_addr") not in (None, "None")
-        else None,
-        tp_size=_int(args.get("tp_size"), None), started_at=run.started_at, ended_at=ended_at,
-        ranks=tuple(sorted(ranks, key=_rank_order)), failures=failures)
+        model=run.model, started_at=run.started_at, ended_at=ended_at,
+        ranks=tuple(sorted(ranks, key=_rank_order)), failures=failures, **identity)
+
+
+def process(stream: str) -> str:
+    """The process a stream names, as the deployment shows it: its rank tag ("TP3", "DP1 TP3
+    EP3", "rank3"), else its wrapper's process without the pid ("Worker_TP3", "EngineCore_DP0")."""
+    wrapper, _bar, tag = stream.rpartition("|")
+    return tag or _PID.sub("", wrapper)
 
 
 def _int(value: Any, default: int | None) -> int | None:

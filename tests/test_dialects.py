@@ -215,3 +215,14 @@ def test_the_cli_takes_a_dialect(tmp_path):
     assert json.loads(result.stdout)["server"] == {"name": "sglang", "version": None, "detection": "given"}
     result = CliRunner().invoke(app, ["explain", "--dialect", "nginx", str(log)])
     assert result.exit_code == 2 and "nginx" in result.output
+
+
+def test_a_dialect_crosses_processes_by_name():
+    """A report sent back by an ``explain -j`` worker carries its run's dialect; vLLM's holds
+    closures, so it is pickled by name and is the same object on arrival."""
+    import pickle
+
+    from logforensics.dialects import DIALECTS
+
+    for dialect in DIALECTS.values():
+        assert pickle.loads(pickle.dumps(dialect)) is dialect

@@ -36,6 +36,8 @@ EXPECTED = {
     "cuda_illegal_memory_access__2node_nccl_timeouts": ("cuda_illegal_memory_access", 1, "TP12"),
     "argparse_error__4node_dist_init_wait": ("argparse_error", 2, ""),
     "forward_cuda_oom_activations__4node_one_rank": ("forward_cuda_oom_activations", 1, "TP6"),
+    # vLLM's multiprocessing executor over two nodes; node 1 runs headless and prints no args
+    "cuda_illegal_memory_access__vllm_2node_worker_tp11": ("cuda_illegal_memory_access", 1, "Worker_TP11"),
 }
 
 
@@ -71,8 +73,10 @@ def test_deployment_report_snapshot(case, snapshot):
     assert json.dumps(incident.to_json(reports), indent=1, sort_keys=True) == snapshot(name="json")
 
 
-def test_worker_processes_give_the_same_incident():
-    case = DEPLOYMENTS / "forward_cuda_oom_activations__4node_one_rank"
+@pytest.mark.parametrize("name", ["forward_cuda_oom_activations__4node_one_rank",
+                                  "cuda_illegal_memory_access__vllm_2node_worker_tp11"])
+def test_worker_processes_give_the_same_incident(name):
+    case = DEPLOYMENTS / name
     one, _ = deployment(case, jobs=1)
     two, _ = deployment(case, jobs=2)
     assert one.to_json([]) == two.to_json([])
@@ -191,6 +195,16 @@ def test_node_rank_from_tp_ranks_and_the_one_left_over():
     assert incident.node_ranks == [0, 1, None]  # nnodes=2: node 2 has no rank left to take
     incident = merge([node("n0.log", 0), argless("n1.log")])
     assert incident.node_ranks == [0, 1]
+    vllm = merge([node("n0.log", 0), argless("n1.log", ranks=("APIServer", "Worker_TP11", "Worker_TP12")),
+                  argless("n2.log")])
+    assert vllm.node_ranks == [0, 1, None]  # vLLM's worker processes name their TP rank too
+
+
+def test_a_stream_is_shown_as_its_process():
+    from logforensics.incident import process
+
+    assert [process(s) for s in ("TP3", "DP1 TP3 EP3", "sglang|TP3", "Worker_TP3 pid=3321|", "")] == \
+        ["TP3", "DP1 TP3 EP3", "TP3", "Worker_TP3", ""]
 
 
 # — within one file: the same role mechanism ranks ranks ————————————————————————————————

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import copyreg
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -45,6 +46,11 @@ def get(name: str) -> Dialect:
         return DIALECTS[name]
     except KeyError:
         raise KeyError(f"unknown dialect {name!r} (known: {', '.join(names())})") from None
+
+
+# A report crosses processes (``logx explain -j``) with its run's dialect: send its name, not
+# the object, whose conditions may be closures (vLLM's) that cannot be pickled.
+copyreg.pickle(Dialect, lambda dialect: (get, (dialect.name,)))
 
 
 def given(name: str) -> Detection:

@@ -136,6 +136,18 @@ class Facts:
         return bool(model_class) and any(name in model_class for name in self.hybrid_model_classes)  # type: ignore[operator]
 
 
+@dataclass(frozen=True, slots=True)
+class LaunchArgs:
+    """The server arguments that name a multi-node launch (``incident.py`` groups node logs by
+    them): the number of nodes, this node's rank, the rendezvous address (its parts joined by
+    ":", each only when printed) and the tensor-parallel size (it maps a TP rank to its node)."""
+
+    nnodes: str
+    node_rank: str
+    address: tuple[str, ...]
+    tp_size: str
+
+
 @dataclass(frozen=True)
 class Dialect:
     """One server's knowledge. Build it in ``dialects/<name>/__init__.py`` as ``DIALECT``."""
@@ -163,6 +175,7 @@ class Dialect:
     memory_facts: Callable[[Any], dict[str, Any]] | None = None
     # named catalog conditions of this server's own (``Run`` -> evidence ``[(line, text)]`` or None)
     conditions: Mapping[str, Callable[[Any], list[tuple[int, str]] | None]] = field(default_factory=dict)
+    launch_args: LaunchArgs | None = None  # None: the server has no multi-node launch arguments
 
     def __post_init__(self) -> None:
         unknown = {p for p in self.event_phase.values() if p not in PHASE_RANK}

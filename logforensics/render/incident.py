@@ -16,6 +16,8 @@ from ..incident import Incident
 from ..report import Report
 from .report import VERDICT_STYLE, finding_panel
 
+_TP_TAG = re.compile(r"((?:\w+_)?)TP(\d+)")  # "TP8", vLLM's "Worker_TP8"
+
 
 def render_incident(incident: Incident, reports: list[Report], console: Console) -> None:
     """Print a deployment: the nodes, the merged timeline, the root cause with its evidence,
@@ -111,11 +113,14 @@ def _incident_sections(incident: Incident, reports: list[Report]) -> list:
 
 
 def _rank_span(ranks: tuple[str, ...]) -> str:
-    """``TP8–TP15`` for a contiguous run of one kind of tag, else the tags joined."""
-    tags = [r for r in ranks if re.fullmatch(r"TP\d+", r)] or list(ranks)
+    """``TP8–TP15`` (``Worker_TP8–Worker_TP15``) for a contiguous run of TP ranks, which stand
+    for the node when it has them; else the processes joined."""
+    tps = [m for r in ranks if (m := _TP_TAG.fullmatch(r))]
+    tags = [m.group(0) for m in tps] or list(ranks)
     if not tags:
         return "—"
-    numbers = [int(t[2:]) for t in tags if re.fullmatch(r"TP\d+", t)]
-    if len(numbers) == len(tags) and len(numbers) > 2 and numbers == list(range(numbers[0], numbers[-1] + 1)):
-        return f"TP{numbers[0]}–TP{numbers[-1]}"
+    numbers = [int(m.group(2)) for m in tps]
+    if len({m.group(1) for m in tps}) == 1 and len(numbers) > 2 \
+            and numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f"{tags[0]}–{tags[-1]}"
     return ", ".join(tags)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ...lines import ServerPrefix
-from ..base import Dialect, StatsMarks, bundled_dir, load_facts
+from ..base import Dialect, LaunchArgs, StatsMarks, bundled_dir, load_facts
 from .events import RULES
 
 # "[2026-03-23 14:01:38(.123)? DP1 TP3 EP3] msg"; short "[03-23 14:01:38 TP0] msg"; the
@@ -91,4 +91,5 @@ DIALECT = Dialect(
                      series=((b"gen throughput (token/s): ",), (b"#queue-req: ",), (b"token usage: ",),
                              (b"#running-req: ",))),
     facts=load_facts(bundled_dir() / "sglang" / "facts.toml"),
+    launch_args=LaunchArgs("nnodes", "node_rank", ("dist_init_addr",), "tp_size"),
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from ...lines import ServerPrefix
-from ..base import Dialect, StatsMarks, bundled_dir, load_facts
+from ..base import Dialect, LaunchArgs, StatsMarks, bundled_dir, load_facts
 from .events import RULES
 from .memory import CONDITIONS, memory_facts
 
@@ -100,4 +100,7 @@ DIALECT = Dialect(
     facts=load_facts(bundled_dir() / "vllm" / "facts.toml"),
     memory_facts=memory_facts,
     conditions=CONDITIONS,
+    # the multiprocessing executor's multi-node launch (--nnodes/--node-rank/--master-addr, 0.11+);
+    # "non-default args" leaves out node_rank 0 and the default port
+    launch_args=LaunchArgs("nnodes", "node_rank", ("master_addr", "master_port"), "tensor_parallel_size"),
 )
