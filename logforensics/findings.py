@@ -21,7 +21,7 @@ from .catalog import Catalog, MatchSpec, Pattern, RegexGuard, timed_fullmatch, t
 from .conditions import CONDITIONS, Evidence
 from .dialects import PHASE_RANK
 from .events import Event
-from .lines import ServerPrefix, decode, glog_timestamp, parse_timestamp
+from .lines import ServerPrefix, decode, glog_timestamp, parse_timestamp, printed_year
 from .runs import Run, phase_from_frames
 from .sources import RawLine
 from .tracebacks import ExceptionInfo, Traceback, is_caret_line
@@ -424,8 +424,7 @@ class Matcher:
                         hits.append(Hit(pattern, result[0], ev, 0.85, tb.stream, tb))
                         break
         hits = [h for h in _one_per_traceback(hits) if not _before_serving(h, run)]
-        start = parse_timestamp(run.started_at or run.ended_at)
-        year = start.year if start else None
+        year = printed_year(run.started_at or run.ended_at)
         merged: dict[tuple, Finding] = {}
         for hit in hits:
             p = hit.pattern
@@ -608,12 +607,12 @@ def first_cause(leads: Sequence[F], when: Callable[[F], datetime | None],
 
 def evidence_time(evidence: list[Evidence], prefix: ServerPrefix, year: int | None) -> str | None:
     """The first timestamp printed on ``evidence`` (a torch/glog stamp, which has no year, gets
-    ``year``, the run's); None when no line has one."""
+    ``year``, the run's, when its lines print one); None when no line has one."""
     for ev in evidence:
         line = decode(RawLine(ev.line, 0, ev.text.encode("utf-8", "replace")), prefix)
         if line.ts:
             return line.ts
-        stamp = glog_timestamp(line.text, year) if year else None
+        stamp = glog_timestamp(line.text, year)
         if stamp:
             return stamp
     return None

@@ -116,8 +116,9 @@ def summarize(report: Report) -> NodeSummary:
     streams |= {stream for _kind, stream in run.startup_seen}
     ranks = {process(s) for s in streams} - {""}
     has_args = run.args_line is not None and names is not None
-    times = [t for t in [parse_timestamp(run.ended_at), *(parse_timestamp(f.at) for f in failures)] if t]
-    ended_at = max(times).strftime("%Y-%m-%d %H:%M:%S") if times else None
+    # the last time it printed, as printed (a year-less vLLM stamp gets no year it did not print)
+    stamps = [ts for ts in [run.ended_at, *(f.at for f in failures)] if parse_timestamp(ts)]
+    ended_at = max(stamps, key=lambda ts: parse_timestamp(ts) or datetime.min) if stamps else None
     identity: dict[str, Any] = {}
     if has_args and names is not None:
         address = ":".join(str(args[k]) for k in names.address if args.get(k) not in (None, "None"))

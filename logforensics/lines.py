@@ -108,14 +108,23 @@ def parse_timestamp(ts: str | None, default_year: int | None = None) -> datetime
 _GLOG_STAMP = re.compile(r"(?:^|[\[:\s])([IWEF])(\d{1,2})(\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,6})?)")
 
 
-def glog_timestamp(text: str, year: int) -> str | None:
+def glog_timestamp(text: str, year: int | None) -> str | None:
     """The time in a torch/glog prefix ("[rank3]:[E1120 14:15:30.000123…", "W0215 12:25:06.5…"),
-    which has no year, as ``YYYY-MM-DD HH:MM:SS`` in ``year``; None without one.
-    (Kept out of ``LogLine.ts``, which holds only what a line prints.)"""
+    which has no year, as ``YYYY-MM-DD HH:MM:SS`` in ``year`` (``MM-DD HH:MM:SS`` without one, as
+    vLLM prints its own); None without one. (Kept out of ``LogLine.ts``, which holds only what a
+    line prints.)"""
     m = _GLOG_STAMP.search(text, 0, 120)  # in the prefix, after a wrapper's if any
     if m is None or not 1 <= int(m.group(2)) <= 12:
         return None
-    return f"{year}-{int(m.group(2)):02d}-{m.group(3)} {m.group(4)[:8]}"  # whole seconds, as SGLang prints
+    day = f"{int(m.group(2)):02d}-{m.group(3)} {m.group(4)[:8]}"  # whole seconds, as SGLang prints
+    return f"{year}-{day}" if year else day
+
+
+def printed_year(ts: str | None) -> int | None:
+    """The year a prefix timestamp prints; None for the short ``mm-dd`` form (vLLM's), whose
+    year ``parse_timestamp`` can only guess."""
+    parsed = parse_timestamp(ts) if ts and len(ts) >= 19 and ts[4] == "-" else None
+    return parsed.year if parsed else None
 
 
 def visible_text(data: bytes) -> str:

@@ -156,15 +156,17 @@ def test_an_aside_reporting_an_unknown_value_is_dropped():
     assert fill("lower `--x` (now {x}) or `--y` (now {y}).", {"y": 4}) == "lower `--x` or `--y` (now 4)."
 
 
+CAUSE_LINE = {"id": "cause_line", "severity": "error", "priority": 20, "match": [{"line": r"CUresult error"}]}
+SIGQUIT_SYMPTOM = {"id": "sigquit", "severity": "error", "priority": 60, "role": "symptom",
+                   "match": [{"line": r"Received sigquit from a child process"}]}
+CAUSE_THEN_SIGQUIT = log_bytes("[torch_memory_saver.cpp] CUresult error  result=2 func=cu_mem_create",
+                               "[2026-03-23 14:00:01] Received sigquit from a child process.")
+
+
 def test_a_cause_outranks_a_symptom_of_higher_priority():
     """Role before priority: a plain error line that names the cause comes before the launcher's
     sigquit even when the symptom's priority is higher; alone, the symptom is still primary."""
-    cause = {"id": "cause_line", "severity": "error", "priority": 20,
-             "match": [{"line": r"CUresult error"}]}
-    symptom = {"id": "sigquit", "severity": "error", "priority": 60, "role": "symptom",
-               "match": [{"line": r"Received sigquit from a child process"}]}
-    data = log_bytes("[torch_memory_saver.cpp] CUresult error  result=2 func=cu_mem_create",
-                     "[2026-03-23 14:00:01] Received sigquit from a child process.")
+    cause, symptom, data = CAUSE_LINE, SIGQUIT_SYMPTOM, CAUSE_THEN_SIGQUIT
     assert [f.id for f in findings(data, cause, symptom)] == ["cause_line", "sigquit"]
     assert [f.id for f in findings(data, {**cause, "role": "symptom"}, symptom)] == ["sigquit", "cause_line"]
     alone = log_bytes("[2026-03-23 14:00:01] Received sigquit from a child process.")
@@ -173,13 +175,8 @@ def test_a_cause_outranks_a_symptom_of_higher_priority():
 
 def test_the_json_of_a_finding_says_its_role():
     """A reader of ``--json`` tells the root cause from what follows it without the catalog."""
-    cause = {"id": "cause_line", "severity": "error", "priority": 20,
-             "match": [{"line": r"CUresult error"}]}
-    symptom = {"id": "sigquit", "severity": "error", "priority": 60, "role": "symptom",
-               "match": [{"line": r"Received sigquit from a child process"}]}
-    data = log_bytes("[torch_memory_saver.cpp] CUresult error  result=2 func=cu_mem_create",
-                     "[2026-03-23 14:00:01] Received sigquit from a child process.")
-    assert [(f.to_dict()["id"], f.to_dict()["role"]) for f in findings(data, cause, symptom)] == \
+    found = findings(CAUSE_THEN_SIGQUIT, CAUSE_LINE, SIGQUIT_SYMPTOM)
+    assert [(f.to_dict()["id"], f.to_dict()["role"]) for f in found] == \
         [("cause_line", "cause"), ("sigquit", "symptom")]
 
 

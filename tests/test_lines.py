@@ -233,3 +233,13 @@ def test_glog_timestamp_gets_the_year_and_whole_seconds():
     assert glog_timestamp("W0215 12:25:06.525000 14707 torch/x.py:504] x", 2026) == "2026-02-15 12:25:06"
     assert glog_timestamp("Error 1320 12:00:00 is not a stamp", 2026) is None
     assert glog_timestamp("[2026-01-01 10:00:00] plain", 2026) is None
+
+
+def test_a_torch_stamp_gets_a_year_only_from_a_log_that_prints_one():
+    """vLLM prints ``mm-dd``: its torch stamps stay year-less rather than take today's year."""
+    from logforensics.lines import glog_timestamp, printed_year
+
+    line = "[rank3]:[E1120 14:15:33.000000456 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught"
+    assert (printed_year("2026-11-20 14:00:02"), printed_year("11-20 14:00:02")) == (2026, None)
+    assert glog_timestamp(line, 2026) == "2026-11-20 14:15:33"
+    assert glog_timestamp(line, printed_year("11-20 14:00:02")) == "11-20 14:15:33"
