@@ -115,12 +115,11 @@ def summarize(report: Report) -> NodeSummary:
     streams |= {e.line.stream for e in run.memory_events}
     streams |= {stream for _kind, stream in run.startup_seen}
     ranks = {process(s) for s in streams} - {""}
-    has_args = run.args_line is not None and names is not None
     # the last time it printed, as printed (a year-less vLLM stamp gets no year it did not print)
     stamps = [ts for ts in [run.ended_at, *(f.at for f in failures)] if parse_timestamp(ts)]
     ended_at = max(stamps, key=lambda ts: parse_timestamp(ts) or datetime.min) if stamps else None
     identity: dict[str, Any] = {}
-    if has_args and names is not None:
+    if run.args_line is not None and names is not None:
         address = ":".join(str(args[k]) for k in names.address if args.get(k) not in (None, "None"))
         identity = {"nnodes": _int(args.get(names.nnodes), 1), "node_rank": _int(args.get(names.node_rank), 0),
                     "dist_init_addr": address or None, "tp_size": _int(args.get(names.tp_size), None)}
