@@ -361,20 +361,22 @@ class _Assessment:
         return None
 
     def _sidecar_subject(self, sc: Sidecar) -> _Subject:
-        assert sc.pid is not None
-        info = process_info(sc.pid)
-        if not sc.finished and not (info and info.alive) and sc.supervisor_pid is not None:
+        pid = sc.pid
+        assert pid is not None
+        info = process_info(pid)
+        supervisor = sc.supervisor_pid
+        if not sc.finished and not (info and info.alive) and supervisor is not None:
             # The server just exited: give the supervisor a moment to record how.
-            sup = process_info(sc.supervisor_pid)
+            sup = process_info(supervisor)
             deadline = time.monotonic() + 1.0
             while sup is not None and sup.alive and time.monotonic() < deadline:
                 time.sleep(0.02)
                 fresh = read_sidecar(self.path) if self.path else None
-                if fresh is not None and fresh.finished and fresh.pid == sc.pid:
+                if fresh is not None and fresh.finished and fresh.pid == pid:
                     self.sidecar = sc = fresh
                     self._sidecar_facts()
                     break
-                sup = process_info(sc.supervisor_pid)
+                sup = process_info(supervisor)
         alive = bool(info and info.alive) and not sc.finished
         start = _epoch(info.start_time if info else None)
         note = None
@@ -382,7 +384,7 @@ class _Assessment:
         if alive and start is not None and launched is not None:
             lo, hi = SIDECAR_START_WINDOW
             if not lo <= start - launched <= hi:
-                alive, note = False, (f"pid {sc.pid} now belongs to another process (started "
+                alive, note = False, (f"pid {pid} now belongs to another process (started "
                                       f"{_iso(start)}): the server is gone")
         if not alive and not sc.finished:
             sup = process_info(sc.supervisor_pid) if sc.supervisor_pid else None
@@ -390,7 +392,7 @@ class _Assessment:
                 note = (note or "") + ("; " if note else "") + (
                     "the sidecar never recorded the end (the logx supervisor was killed too, e.g. "
                     "SIGKILL or a reboot): how the server ended is unknown")
-        s = _Subject(sc.pid, "sidecar", info if alive else None, alive, launched if launched is not None else start,
+        s = _Subject(pid, "sidecar", info if alive else None, alive, launched if launched is not None else start,
                      writes_log=True if alive else None, note=note)
         if alive:
             self._with_fds(s)
