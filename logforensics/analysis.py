@@ -30,8 +30,10 @@ from .serving import layout, point
 from .sources import RawLine, SpecialLine, check_readable, iter_spans, read_chunks
 from .tracebacks import TracebackAssembler
 
+ScanTemplates: type[_scan.Templates] | None
 try:
-    from ._scan import Templates as ScanTemplates
+    from . import _scan
+    ScanTemplates = _scan.Templates
 except ImportError:  # not built (no C compiler at install): the same scan runs in Python
     ScanTemplates = None
 
@@ -135,6 +137,9 @@ def _demote_non_200(block: bytes, tl: list, cats: list, a: int, b: int, pos: int
         pos += size + 1
 
 
+StretchItem = tuple[int, int, bytes, int]  # a fast-path line: (number, offset, data, category)
+
+
 class BulkStretch:
     """A stretch of statistics lines seen on the fast path: counts, and the lines that
     represent it (its first line, the first and last prefill and decode lines, the last
@@ -144,6 +149,13 @@ class BulkStretch:
     __slots__ = ("count", "batches", "requests", "first", "first_prefill", "last_prefill",
                  "first_decode", "last_decode", "last_access", "last_request", "last_number",
                  "stats", "ok_end")
+    first: StretchItem | None
+    first_prefill: StretchItem | None
+    last_prefill: StretchItem | None
+    first_decode: StretchItem | None
+    last_decode: StretchItem | None
+    last_access: StretchItem | None
+    last_request: StretchItem | None
 
     def __init__(self, stats: StatsMarks) -> None:
         self.stats = stats
@@ -211,7 +223,7 @@ class BulkStretch:
         self.batches += n_decode + n_prefill
         self.requests += n_access
 
-        def item(k: int, cat: int) -> tuple:
+        def item(k: int, cat: int) -> StretchItem:
             j = a + k
             size = len(tl[j])
             # from the nearer end of the segment: firsts sit near its start, lasts near its end
@@ -248,7 +260,7 @@ class BulkStretch:
         self.batches += decode[0] + prefill[0]
         self.requests += access[0]
 
-        def item(index: int, at: int, cat: int) -> tuple:
+        def item(index: int, at: int, cat: int) -> StretchItem:
             return (number + index + 1, offset + at, block[at : block.index(b"\n", at)], cat)
 
         if self.first is None:
@@ -269,7 +281,7 @@ class BulkStretch:
         if request[0]:
             self.last_request = item(request[3], request[4], REQUEST)
 
-    def representatives(self) -> list[tuple]:
+    def representatives(self) -> list[StretchItem]:
         """The lines that go through the full pipeline, in file order, as
         ``(number, offset, data, category)``."""
         items = {i for i in (self.first, self.first_prefill, self.last_prefill, self.first_decode,
@@ -327,14 +339,16 @@ class Analyzer:
         self._layouts: dict[bytes, tuple] = {}  # decode template -> where its figures are (serving.layout)
         self._request_heads: dict[bytes, int] = {}  # fast path: request-log head template -> category
         # the C scan's copies of the two tables above (None: the Python scan)
-        self._scanner = self._scan_heads = None
+        self._scanner: _scan.Templates | None = None
+        self._scan_heads: _scan.Templates | None = None
         if self._native_scan:
             self._scanner, self._scan_heads = self._new_scan_table(), self._new_scan_table()
             self._scanner.add(b"", BLANK)
 
-    def _new_scan_table(self):
+    def _new_scan_table(self) -> _scan.Templates:
+        assert ScanTemplates is not None  # only called with the C scan built
         stats = self.dialect.stats
-        return ScanTemplates(ok_end=stats.ok_end, request_mark=stats.request_mark,  # type: ignore[misc]
+        return ScanTemplates(ok_end=stats.ok_end, request_mark=stats.request_mark,
                              request_min_len=stats.request_min_len, request_window=stats.request_window)
 
     def _hold(self, raw: RawLine) -> list[Event]:
@@ -434,13 +448,17 @@ class Analyzer:
         their line count."""
         bulk = self._bulk
         assembler = self.events.assembler
+        heads = self._scan_heads
+        assert heads is not None  # chosen as consume only with the C scan
         offset -= start  # the input offset of block[0]
         pos, i = start, 0  # byte offset and index of the next line
         while pos < end:
             if not assembler.has_open:
                 series = self.tracker.current.serving.series
                 width = series.width
-                scanned = self._scanner.scan(block, pos, self._scan_heads, end, width)  # type: ignore[union-attr]
+                scanner = self._scanner  # read each time: a full template table is rebuilt
+                assert scanner is not None
+                scanned = scanner.scan(block, pos, heads, end, width)
                 series.add_buckets(scanned[6], width)
                 if scanned[1]:
                     bulk.add_scanned(block, number + i, offset, scanned)

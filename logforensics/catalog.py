@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,7 +139,7 @@ def builtin_dir() -> Path:
     return bundled_dir()
 
 
-def pattern_dirs(extra: list[str | os.PathLike] | None = None) -> list[Path]:
+def pattern_dirs(extra: Sequence[str | os.PathLike] | None = None) -> list[Path]:
     """Directories to load, in order: bundled, ``$LOGX_PATTERNS`` entries, then ``extra``.
     Later directories override earlier ones by pattern id."""
     dirs = [builtin_dir()]
@@ -148,7 +149,7 @@ def pattern_dirs(extra: list[str | os.PathLike] | None = None) -> list[Path]:
     return dirs
 
 
-def load_catalog(extra: list[str | os.PathLike] | None = None, builtin: bool = True) -> Catalog:
+def load_catalog(extra: Sequence[str | os.PathLike] | None = None, builtin: bool = True) -> Catalog:
     """Load every pattern file; raise ``CatalogError`` on the first problem. Regexes of the
     bundled catalog are compiled on first use, those of other directories at once."""
     dirs = pattern_dirs(extra) if builtin else [Path(p) for p in (extra or [])]

@@ -135,8 +135,8 @@ def required_literals(rx) -> tuple[tuple[str, ...], bool] | None:
     the pattern is always searched). A sequence requires the best literal of its items, a
     branch one literal of each alternative; optional parts and classes require nothing."""
     import warnings
-    from re import _constants as C  # noqa: N812
-    from re import _parser
+    from re import _constants as C  # type: ignore[attr-defined]  # noqa: N812 - typeshed stubs only sre_*
+    from re import _parser  # type: ignore[attr-defined]
 
     source = rx.pattern
     if not isinstance(source, str) or "[[" in source or "(?V1" in source:
@@ -332,8 +332,9 @@ class Matcher:
             if need is not None and not cut:  # a cut line may hold a partial match: search it all
                 lits, casefold = need
                 if casefold:
-                    folded = msg.casefold() if folded is None else folded
-                text = folded if casefold else msg
+                    text = folded = msg.casefold() if folded is None else folded
+                else:
+                    text = msg
                 for lit in lits:
                     if lit in text:
                         break

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import regex
@@ -62,7 +63,7 @@ def default_fixtures_dir() -> Path | None:
     return None
 
 
-def lint_catalog(extra: list[os.PathLike] | None = None,
+def lint_catalog(extra: Sequence[str | os.PathLike] | None = None,
                  fixtures: os.PathLike | None = None, notes: list[str] | None = None) -> list[str]:
     """Problems found in the catalog, one line each (empty list: all good). Without a fixtures
     directory (an installed wheel has none) the trigger check is skipped: a note, added to

@@ -68,7 +68,7 @@ def raw_lines(source: Source) -> Iterator[RawLine]:
         return iter_file(source)
     if isinstance(source, io.IOBase) or hasattr(source, "read"):
         return iter_stream(source)  # type: ignore[arg-type]
-    return iter(source)  # type: ignore[arg-type]
+    return iter(source)
 
 
 def parse(source: Source, dialect: Dialect | None = None) -> Iterator[Event]:

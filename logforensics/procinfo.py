@@ -213,7 +213,7 @@ def holds_file(pid: int, log_id: tuple[int, int]) -> bool | None:
 def processes_writing(log_id: tuple[int, int]) -> set[int]:
     """PIDs whose stdout or stderr is the file ``log_id`` (dev, inode). Unreadable ones are skipped."""
     me = os.getpid()
-    found = set()
+    found: set[int] = set()
     try:
         names = os.listdir(PROC)
     except OSError:

@@ -25,3 +25,12 @@ def test_package_data_covers_every_data_file():
             if not p.name.startswith((".", "__"))]
     assert data
     assert [str(p) for p in data if not any(p.match(g) for g in globs)] == []
+
+
+def test_type_information_ships_in_the_wheel():
+    """``py.typed`` and the C scan's stub (``_scan.pyi``): without them a user's mypy sees no types."""
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["logforensics"]
+    typed = [p.relative_to(ROOT / "logforensics") for p in (ROOT / "logforensics").glob("*.pyi")]
+    typed.append(Path("py.typed"))
+    assert Path("_scan.pyi") in typed
+    assert [str(p) for p in typed if not any(p.match(g) for g in globs)] == []

@@ -6,6 +6,7 @@ timeline, the memory ledger and the findings as panels. Rich markup; the caller'
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console, Group
@@ -91,7 +92,7 @@ def _sections(report: Report, verbose: bool, console_width: int = 100) -> list:
     ledger = build_ledger(run)
     if ledger.status == "touched":  # the memory ledger: where each rank's GPU memory went
         out.append(LedgerView(ledger))
-    if report.memory_untouched:
+    if report.memory_untouched and report.primary is not None:
         out.append(Text(
             "GPU memory was never touched: the run stopped in the "
             f"{report.primary.phase} phase, before any GPU allocation. No memory flag "
@@ -104,9 +105,9 @@ def _sections(report: Report, verbose: bool, console_width: int = 100) -> list:
     for i, finding in enumerate(shown, 1):
         out.append(finding_panel(i, finding, fix_above=finding is lead))
     for finding in symptoms:
-        line = finding.evidence[0].line if finding.evidence else "?"
+        at = finding.evidence[0].line if finding.evidence else "?"
         out.append(Text(f"Also seen (a symptom of the cause above): {finding.title} "
-                        f"[{finding.id}, line {line}]", style="dim"))
+                        f"[{finding.id}, line {at}]", style="dim"))
     if hidden:
         rest = ", ".join(sorted({f.id for f in hidden}))
         out.append(Text(f"+ {len(hidden)} lower-severity finding(s): {rest} (show with -v)", style="dim"))
@@ -126,7 +127,8 @@ def slow_pattern_line(slow: SlowPattern) -> Text:
 SYMPTOM_PRIORITY = 10  # problems ranked at or below this are symptoms (sigquit, "see above")
 
 
-def split_findings(findings: list[Finding], verbose: bool, always: list[Finding] = ()) -> tuple[list, list, list]:
+def split_findings(findings: Sequence[Finding], verbose: bool,
+                   always: Sequence[Finding] = ()) -> tuple[list[Finding], list[Finding], list[Finding]]:
     """(shown as panels, one-line symptoms, hidden). The primary root cause and the other
     real problems get panels; low-priority problems after a cause are one-line symptoms;
     warnings and info wait for ``-v`` unless nothing else was found. ``always`` (the
