@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from . import __version__
 from .analysis import Options, explain
@@ -32,6 +31,7 @@ from .errors import (
     SourceError,
 )
 from .incident import explain_deployments
+from .render.console import make_console
 from .render.incident import render_incident
 from .render.report import render
 from .report import unreadable_json
@@ -60,11 +60,6 @@ app.add_typer(corpus_app, name="corpus")
 
 class UsageError(LogxError):
     """A problem with what the user asked for; one line, exit code 2."""
-
-
-def make_console(width: int | None = None, stderr: bool = False) -> Console:
-    """Colour only on a TTY; rich honours NO_COLOR itself."""
-    return Console(stderr=stderr, width=width, highlight=False, soft_wrap=False)
 
 
 WidthOpt = Annotated[int | None, typer.Option(
@@ -186,7 +181,8 @@ def diff_cmd(
 ) -> None:
     """What changed between two runs (an upgrade, a flag change, another machine), ranked by
     likely effect."""
-    from .diff import diff_logs, render_diff
+    from .diff import diff_logs
+    from .render.diff import render_diff
 
     if len(logs) not in (1, 2):
         raise UsageError("diff takes two logs, or one log with two runs")
@@ -266,7 +262,7 @@ def _combine(worst: int, code: int) -> int:
 def patterns_list(patterns: PatternsOpt = None,
                   as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List the catalog: id, severity, phase, priority and title."""
-    from .lint import catalog_table
+    from .render.catalog import print_catalog
 
     catalog = load_catalog(patterns)
     if as_json:
@@ -274,10 +270,7 @@ def patterns_list(patterns: PatternsOpt = None,
                  "priority": p.priority, "source": p.source} for p in catalog.patterns]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    console = make_console()
-    if not console.is_terminal:  # a pipe has no width: wide enough for whole ids and a title
-        console.width = 160
-    console.print(catalog_table(catalog))
+    print_catalog(catalog, make_console())
 
 
 @patterns_app.command("lint")

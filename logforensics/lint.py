@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import regex
-from rich.table import Table
 
 from .catalog import TRACEBACK_KEYS, Catalog, CatalogError, Regex, builtin_dir, load_catalog
 from .dialects import DIALECTS
@@ -27,18 +26,6 @@ ADVERSARIAL = (
     "0." * 3_000 + "x",
 )
 BACKTRACK_BUDGET = 0.5  # seconds per regex over all adversarial strings
-
-
-def catalog_table(catalog: Catalog) -> Table:
-    table = Table(title=f"{len(catalog.patterns)} patterns")
-    # an id is what you copy and grep for: never cut, whatever the width; the title wraps
-    table.add_column("id", no_wrap=True, min_width=max((len(p.id) for p in catalog.patterns), default=2))
-    for col in ("severity", "phase", "priority"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("title", overflow="fold", ratio=1)
-    for p in sorted(catalog.patterns, key=lambda p: (p.source, -p.priority)):
-        table.add_row(p.id, p.severity, p.phase, str(p.priority), p.title)
-    return table
 
 
 def regex_is_safe(pattern: Regex | regex.Pattern) -> bool:

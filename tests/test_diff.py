@@ -10,7 +10,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from logforensics.cli import UsageError, app
-from logforensics.diff import SCHEMA, diff_logs, render_diff
+from logforensics.diff import SCHEMA, diff_logs
+from logforensics.render.diff import render_diff
 
 PAIRS = FIXTURES / "diff"
 

@@ -6,7 +6,8 @@ import regex
 from conftest import pattern_dir, pattern_toml
 
 from logforensics.catalog import load_catalog
-from logforensics.lint import catalog_table, fixtures_triggering, lint_catalog, regex_is_safe
+from logforensics.lint import fixtures_triggering, lint_catalog, regex_is_safe
+from logforensics.render.catalog import catalog_table
 
 
 def test_bundled_catalog_is_clean():

@@ -1,3 +1,5 @@
-"""Text views for a person (rich): the report (``report.py``) and the stale-log verdict
-(``status.py``). The memory ledger's table and watch's views still live in ``memory.py`` and
+"""Text views for a person (rich; the only modules that import it, tests/test_layering.py
+checks): the report (``report.py``), the memory ledger (``memory.py``), the stale-log verdict
+(``status.py``), an incident (``incident.py``), ``logx diff`` (``diff.py``), the catalog
+(``catalog.py``) and the console they print on (``console.py``). Watch's views still live in
 ``watch.py``."""
