@@ -448,11 +448,12 @@ def _one_line_help(*apps: typer.Typer) -> None:
 _one_line_help(app, patterns_app, corpus_app)
 
 
-def main() -> None:
-    """Console-script entry: logx never shows its own traceback to its user. Usage errors
-    are reported by the argument parser itself (exit code 2)."""
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry (``argv``: the arguments, default ``sys.argv[1:]``): logx never
+    shows its own traceback to its user. Usage errors are reported by the argument parser
+    itself (exit code 2)."""
     try:
-        app(prog_name="logx")  # also under `python -m logforensics`: completion reads _LOGX_COMPLETE
+        app(args=argv, prog_name="logx")  # also under `python -m logforensics`: completion reads _LOGX_COMPLETE
     except LogxError as exc:
         print(f"logx: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

@@ -17,6 +17,27 @@ FIXTURES = REPO / "fixtures"
 CORPUS = REPO.parent / "shared" / "corpus"
 
 
+def logx(*args, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``logx ARGS`` in this process: the console entry (``cli.main``: its one-line errors and exit
+    codes) inside typer's ``CliRunner`` isolation (stdin, stdout, stderr, environment). The
+    answer of ``subprocess.run`` without an interpreter start per call; tests where the process
+    is the point (pipes, FIFOs, signals) spawn one."""
+    from typer.testing import CliRunner
+
+    from logforensics import cli
+
+    argv = [str(a) for a in args]
+    with CliRunner().isolation(input=stdin, env=env) as (out, err, _):
+        try:
+            cli.main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return subprocess.CompletedProcess(["logx", *argv], code, out.getvalue(), err.getvalue())
+
+
 def pattern_toml(pid: str, line: str) -> str:
     """A minimal pattern file: one pattern ``pid`` matching log lines by the regex ``line``."""
     return (f'[[pattern]]\nid = "{pid}"\ntitle = "t"\nseverity = "error"\nphase = "serving"\n'

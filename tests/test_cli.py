@@ -1,4 +1,7 @@
-"""The ``logx`` command line: exit codes, JSON, errors as one line (never a traceback)."""
+"""The ``logx`` command line: exit codes, JSON, errors as one line (never a traceback).
+
+``logx(...)`` runs the console entry in this process (conftest); the tests where the process
+is the point (a closed pipe, FIFOs and /dev/fd paths, ``python -m``) spawn one."""
 
 from __future__ import annotations
 
@@ -8,15 +11,18 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, logx
 
 SEED = FIXTURES / "spec_decode_radix_mamba_no_buffer__tail5_cut.log"
 HEALTHY = FIXTURES / "none__healthy_tp1.log"
 
 
-def logx(*args, stdin: bytes | None = None, env=None):
-    return subprocess.run([sys.executable, "-m", "logforensics", *map(str, args)], input=stdin,
-                          capture_output=True, timeout=60, env=env)
+def test_python_m_logforensics_is_the_entry_point_as_a_process():
+    res = subprocess.run([sys.executable, "-m", "logforensics", "explain", "--json", SEED], capture_output=True,
+                         timeout=60)
+    in_process = json.loads(logx("explain", "--json", SEED).stdout)
+    assert res.returncode == 1 and json.loads(res.stdout)["findings"] == in_process["findings"]
+    assert res.stderr == b""
 
 
 def test_seed_case_names_the_flag_and_says_memory_was_never_touched():

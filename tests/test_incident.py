@@ -5,11 +5,9 @@ from __future__ import annotations
 import io
 import json
 import pickle
-import subprocess
-import sys
 
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, logx
 from rich.console import Console
 
 from logforensics.analysis import Options, explain
@@ -229,11 +227,6 @@ def test_one_ranks_error_outranks_another_ranks_dist_init_timeout():
 
 
 # — the command line ——————————————————————————————————————————————————————————————————
-
-
-def logx(*args):
-    return subprocess.run([sys.executable, "-m", "logforensics", *map(str, args)], capture_output=True,
-                          timeout=60)
 
 
 def test_cli_directory_is_one_deployment_with_the_deployments_exit_code():

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import CORPUS, FIXTURES, REPO, make_catalog
+from conftest import CORPUS, FIXTURES, REPO, logx, make_catalog
 
 from logforensics.analysis import Options, explain
 from logforensics.catalog import load_catalog
@@ -130,11 +130,6 @@ def test_deep_traceback_middle_frame_comes_back_when_the_diagnosis_needs_it():
     shared = build_share(log, catalog=catalog)
     assert shared.same
     assert "rare_plugin.py" in shared.block_text()
-
-
-def logx(*args, stdin: bytes | None = None):
-    return subprocess.run([sys.executable, "-m", "logforensics", *map(str, args)], input=stdin,
-                          capture_output=True, timeout=60)
 
 
 def test_cli_writes_markdown_json_and_files(tmp_path):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import CORPUS, FIXTURES, pattern_dir
+from conftest import CORPUS, FIXTURES, logx, pattern_dir
 
 from logforensics.analysis import Options, explain
 from logforensics.catalog import load_catalog
@@ -21,10 +21,6 @@ FIXTURE_LOGS = sorted(FIXTURES.glob("*.log"))
 
 def expected(path) -> str:
     return path.name.split("__")[0]
-
-
-def logx(*args):
-    return subprocess.run([sys.executable, "-m", "logforensics", *map(str, args)], capture_output=True, timeout=120)
 
 
 def test_every_fixture_round_trips_through_add_and_check(tmp_path):
