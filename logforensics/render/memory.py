@@ -158,9 +158,9 @@ def render_ledger(ledger: Ledger, bars: bool = False) -> list:
         for label, r in ledger.groups()[:_MAX_COLUMNS]:
             bar = _bar(r)
             if bar is not None:
-                row = Text(f"{label:>10} ", style="bold")
-                row.append_text(bar)
-                out.append(row)
+                bar_row = Text(f"{label:>10} ", style="bold")
+                bar_row.append_text(bar)
+                out.append(bar_row)
         out.append(_legend())
     return out
 

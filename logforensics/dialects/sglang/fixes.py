@@ -272,13 +272,14 @@ def mamba_fix_sentence(ledger: Ledger, strategy_flag: str) -> str:
 def long_context_sentence(ledger: Ledger, context_length: Any) -> str:
     """A single allocation against the GPU's capacity, and the context length that shrinks it."""
     rec = ledger.oom
-    if rec is None or not rec.oom.requested_gib:
+    asked = rec.oom.requested_gib if rec is not None else None
+    if rec is None or not asked:
         return "The size of the failed allocation is not in the log."
     o = rec.oom
     if not o.total_gib:
-        return f"torch asked for one buffer of {o.requested_gib:.2f} GiB; the GPU's total is not in the message."
-    rel = ("more than" if o.exceeds_capacity else f"{o.requested_gib / o.total_gib:.0%} of")
-    out = [f"torch asked for one buffer of {o.requested_gib:.2f} GiB, {rel} the whole GPU ({o.total_gib:.2f} GiB)"]
+        return f"torch asked for one buffer of {asked:.2f} GiB; the GPU's total is not in the message."
+    rel = ("more than" if o.exceeds_capacity else f"{asked / o.total_gib:.0%} of")
+    out = [f"torch asked for one buffer of {asked:.2f} GiB, {rel} the whole GPU ({o.total_gib:.2f} GiB)"]
     if o.exceeds_capacity:
         out[0] += ": no memory flag and no freeing of the GPU can make it fit"
     out[0] += "."
@@ -288,9 +289,9 @@ def long_context_sentence(ledger: Ledger, context_length: Any) -> str:
             if r.budget and isinstance(r.budget.get("context_len"), int):
                 ctx = r.budget["context_len"]
     if ctx:
-        c2 = suggest_context_length(ctx, o.requested_gib, o.total_gib)
+        c2 = suggest_context_length(ctx, asked, o.total_gib)
         out.append(f"The buffer grows linearly with the context length ({ctx:,} now): `--context-length {c2}` "
-                   f"brings it to ≈ {o.requested_gib * c2 / ctx:.2f} GiB (≤ 10% of the GPU).")
+                   f"brings it to ≈ {asked * c2 / ctx:.2f} GiB (≤ 10% of the GPU).")
     else:
         out.append("The current context length is not in the log (the model's default applies).")
     return " ".join(out)

@@ -135,9 +135,9 @@ def read_ledger(run: Run) -> Ledger:
     # The tqdm capture bar is TP0's and has no rank prefix: with several ranks it attached to ""
     if "" in by_tag and len(by_tag) > 1:
         orphan = by_tag.pop("")
-        target = by_tag.get("TP0") or by_tag[sorted(by_tag, key=rank_sort_key)[0]]
-        if orphan.graph_last_avail_gib is not None and target.graph_began and not target.graph_done:
-            target.graph_last_bs, target.graph_last_avail_gib = orphan.graph_last_bs, orphan.graph_last_avail_gib
+        tp0 = by_tag.get("TP0") or by_tag[sorted(by_tag, key=rank_sort_key)[0]]
+        if orphan.graph_last_avail_gib is not None and tp0.graph_began and not tp0.graph_done:
+            tp0.graph_last_bs, tp0.graph_last_avail_gib = orphan.graph_last_bs, orphan.graph_last_avail_gib
     # — torch OOMs ————————————————————————————————————————————————————————————————
     for tb in run.tracebacks:
         oom = best_oom(tb)
@@ -169,9 +169,9 @@ def read_ledger(run: Run) -> Ledger:
                 target.gpu_total_gib, target.gpu_total_source = oom.total_gib, "torch OOM message"
     for tb in run.tracebacks:  # where each rank failed (any exception)
         phase = _phase(tb, run)
-        tag = tb.tag if tb.tag in by_tag else (next(iter(by_tag)) if len(by_tag) == 1 and not tb.tag else None)
-        if phase and tag is not None and by_tag[tag].failed_phase is None:
-            by_tag[tag].failed_phase = phase
+        failed = tb.tag if tb.tag in by_tag else (next(iter(by_tag)) if len(by_tag) == 1 and not tb.tag else None)
+        if phase and failed is not None and by_tag[failed].failed_phase is None:
+            by_tag[failed].failed_phase = phase
     ledger.ranks = sorted(by_tag.values(), key=lambda r: rank_sort_key(r.rank))
     for r in ledger.ranks:
         if r.gpu_total_gib is None and r.avail_at_start_gib is not None:
@@ -273,11 +273,11 @@ def _mamba(run: Run, ledger: Ledger) -> None:
 def _unbalanced(run: Run, ledger: Ledger) -> None:
     starts = [(r, r.avail_at_start_gib) for r in ledger.ranks if r.avail_at_start_gib is not None]
     if len(starts) >= 2:
-        hi_r, hi = max(starts, key=lambda x: x[1])  # type: ignore[arg-type,return-value]
-        lo_r, lo = min(starts, key=lambda x: x[1])  # type: ignore[arg-type,return-value]
-        gap = hi - lo  # type: ignore[operator]
-        if gap >= other_threshold_gib(hi) and lo < 0.9 * hi:  # type: ignore[operator]
-            short = [rank_label(r.rank) for r, v in starts if hi - v >= other_threshold_gib(hi)]  # type: ignore[operator]
+        hi_r, hi = max(starts, key=lambda x: x[1])
+        lo_r, lo = min(starts, key=lambda x: x[1])
+        gap = hi - lo
+        if gap >= other_threshold_gib(hi) and lo < 0.9 * hi:
+            short = [rank_label(r.rank) for r, v in starts if hi - v >= other_threshold_gib(hi)]
             ledger.unbalanced_note = (
                 f"Unequal GPUs: {', '.join(short)} started with {lo:.2f} GiB free vs {hi:.2f} GiB on "
                 f"{rank_label(hi_r.rank)}: about {gap:.2f} GiB of {rank_label(lo_r.rank)}'s GPU is held "
