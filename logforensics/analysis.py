@@ -675,8 +675,9 @@ class Analyzer:
         findings = rank(self.findings(run)) if run is not None else []
         primary = next((f for f in findings if f.is_problem), None)
         if run is not None and primary is not None and primary.phase in PHASE_RANK:
-            # The root cause says where the launch was even when the log does not.
-            run.reach(primary.phase, primary.evidence[0].line if primary.evidence else run.last_line)
+            read = run
+            run = read.reached(primary.phase, primary.evidence[0].line if primary.evidence else read.last_line)
+            runs = [run if r is read else r for r in runs]
         return Report(file=name, runs=runs, run=run, findings=rank(findings),
                       lines=self.lines, bytes=self.bytes, detection=self.detection,
                       slow_patterns=list(self.matcher.guard.slow.values()))
@@ -727,7 +728,7 @@ def explain(source: Source, *, name: str | None = None, options: Options | None 
     if context is None and options.status and analyzer.bytes == 0:
         context = staleness.prepare(None, options)  # an empty stream is EMPTY, as an empty file is
     if context is not None:
-        staleness.apply(report, staleness.assess(path, report, options, context=context))
+        report = staleness.apply(report, staleness.assess(path, report, options, context=context))
     return report
 
 

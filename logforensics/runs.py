@@ -10,7 +10,7 @@ whatever the file's size.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -109,6 +109,16 @@ class Run:
         self.phase_lines.setdefault(phase, line)
         if PHASE_RANK[phase] > PHASE_RANK[self.phase]:
             self.phase = phase
+
+    def reached(self, phase: str, line: int) -> Run:
+        """The run as the report tells it: ``phase`` reached at ``line`` (the root cause says
+        where the launch was even when the log does not). A copy: the run read from the log
+        stays as the log showed it (``logx watch`` goes on reading into it)."""
+        if phase in self.phase_lines and PHASE_RANK[phase] <= PHASE_RANK[self.phase]:
+            return self
+        told = replace(self, phase_lines=dict(self.phase_lines))
+        told.reach(phase, line)
+        return told
 
     @property
     def sglang_version(self) -> str | None:

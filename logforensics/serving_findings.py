@@ -8,6 +8,7 @@ one being made.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .conditions import Evidence
@@ -48,27 +49,29 @@ def _when(mark: Mark) -> str:
 
 
 def findings(run, found: list[Finding], facts: dict[str, Any]) -> list[Finding]:
-    """``found`` with the serving warnings of ``run`` added, or curated ones enriched."""
+    """``found`` with the serving warnings of ``run`` added, or curated ones enriched (new
+    findings in their place: the ones given are left as the matcher made them)."""
     stats: ServingStats | None = getattr(run, "serving", None)
     if stats is None:
         return found
     out = list(found)
-    by_id = {f.id: f for f in out}
+    at = {f.id: i for i, f in enumerate(out)}
     for make in (_kv_pressure, _jit_stall, _http_5xx, _queue_growing, _throughput_falling, _health_flapping):
         made = make(run, stats, facts)
         if made is None:
             continue
-        curated = by_id.get(made.id)
-        if curated is None:
+        if made.id not in at:
             out.append(made)
             continue
-        curated.explanation = f"{curated.explanation.rstrip()} {made.facts['figures']}"
-        curated.facts.update(made.facts)
-        if made.facts.get("fix_figures"):
-            curated.fix = f"{curated.fix.rstrip()} {made.facts['fix_figures']}"
+        curated = out[at[made.id]]
         have = {e.line for e in curated.evidence}
-        curated.evidence = sorted(curated.evidence + [e for e in made.evidence if e.line not in have],
-                                  key=lambda e: e.line)[:8]
+        fix_figures = made.facts.get("fix_figures")
+        out[at[made.id]] = replace(
+            curated, explanation=f"{curated.explanation.rstrip()} {made.facts['figures']}",
+            facts={**curated.facts, **made.facts},
+            fix=f"{curated.fix.rstrip()} {fix_figures}" if fix_figures else curated.fix,
+            evidence=sorted(curated.evidence + [e for e in made.evidence if e.line not in have],
+                            key=lambda e: e.line)[:8])
     return out
 
 

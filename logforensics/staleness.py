@@ -22,7 +22,7 @@ the local timezone; the PIDs it printed), the process table (``procinfo``: alive
     ctx = prepare(path, options)        # sidecar + byte offset of the run of interest
     report = ...                        # the analysis (Analyzer.start_at(ctx.offset) first)
     status = assess(path, report, options, context=ctx)
-    apply(report, status)               # report.status + status findings first
+    report = apply(report, status)      # a new report: its status, the status findings first
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import re
 import signal
 import stat
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -153,19 +153,18 @@ def assess(path: str | os.PathLike | None, report: Report, options: Any = None, 
 
 
 def apply(report: Report, status: Status) -> Report:
-    """Attach ``status`` to ``report`` and lead the findings with the detector's own.
+    """``report`` with ``status`` attached and the detector's findings leading (a new report:
+    the one given is left as the analysis made it).
 
     A ``startup_hang`` follows a catalog root cause when there is one (a crashed rank explains
     the hang); the other detector findings always come first."""
-    report.status = status
     if not status.findings:
-        return report
+        return replace(report, status=status)
     own = {f.id for f in status.findings}
     catalog = [f for f in report.findings if f.id not in own]
     lead = [f for f in status.findings
             if not (f.id == "startup_hang" and any(c.is_problem for c in catalog))]
-    report.findings = lead + rank(catalog + [f for f in status.findings if f not in lead])
-    return report
+    return replace(report, status=status, findings=lead + rank(catalog + [f for f in status.findings if f not in lead]))
 
 
 def status_json(report: Report) -> dict[str, Any]:

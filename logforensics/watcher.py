@@ -347,7 +347,7 @@ class Watcher:
             except Exception:  # noqa: BLE001 - the detector is advisory here; never lose the end
                 found = None
             if found is not None:
-                staleness.apply(report, found)
+                report = staleness.apply(report, found)
         return report
 
     # — decisions ————————————————————————————————————————————————————————————

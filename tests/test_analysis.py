@@ -257,3 +257,16 @@ def test_run_option_picks_another_run():
     data = log_bytes(LINES[0], LINES[2], LINES[0].replace("14:00:00", "15:00:00"), LINES[1].replace("14:", "15:"))
     assert explain(data).run.index == 2
     assert explain(data, options=Options(run_index=1)).run.phase == "ready"
+
+
+def test_the_report_tells_the_root_causes_phase_without_writing_it_into_the_run_read():
+    """An argparse failure: the log's lines reach no phase, the root cause says ``args``. The
+    report's run says so; the analyzer's run (which ``logx watch`` goes on reading into) does not."""
+    from conftest import FIXTURES
+
+    analyzer = Analyzer()
+    analyzer.consume([(FIXTURES / "argparse_error__renamed_flag.log").read_bytes()])
+    analyzer.finish()
+    report = analyzer.report("x", Options(status=False))
+    assert report.run is not None and report.run.phase == "args" and report.runs[-1] is report.run
+    assert analyzer.runs[-1].phase == "launch" and "args" not in analyzer.runs[-1].phase_lines

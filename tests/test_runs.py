@@ -115,3 +115,11 @@ def test_same_rank_starting_again_is_a_relaunch_even_if_never_ready():
         "[2026-03-23 14:10:05 TP0] Load weight begin. avail mem=78.50 GB",
     ))
     assert [r.first_line for r in runs] == [1, 4]
+
+
+def test_reached_is_a_copy_that_leaves_the_run_read_as_it_was():
+    run = runs_of(log_bytes(ARGS, "[2026-03-23 14:00:05 TP0] Load weight begin. avail mem=78.50 GB"))[0]
+    told = run.reached("kv_alloc", 3)
+    assert told.phase == "kv_alloc" and told.phase_lines["kv_alloc"] == 3 and told.model == run.model
+    assert run.phase == "weights" and "kv_alloc" not in run.phase_lines
+    assert run.reached("weights", 9) is run  # nothing new to tell: the same run

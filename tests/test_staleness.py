@@ -23,7 +23,7 @@ from logforensics.analysis import Analyzer, Options, explain
 from logforensics.launcher import launch, read_sidecar
 from logforensics.procinfo import process_info
 from logforensics.report import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
-from logforensics.staleness import STATUS_IDS, Status, assess, parse_since, prepare
+from logforensics.staleness import STATUS_IDS, Status, apply, assess, parse_since, prepare
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
 
@@ -594,3 +594,13 @@ def test_only_servers_that_can_be_this_logs_are_named(tmp_path, monkeypatch):
     status = explain(log, options=Options(status=True)).status
     assert [s["pid"] for s in status.facts["live_servers"]] == [222]
     assert "111" not in " ".join(status.reasons)
+
+
+def test_apply_returns_a_new_report_and_leaves_the_analysis_as_it_was(tmp_path):
+    log = tmp_path / "server.log"
+    log.touch()
+    report = Analyzer().report(str(log))
+    status = assess(str(log), report, Options())
+    told = apply(report, status)
+    assert told is not report and told.status is status and [f.id for f in told.findings] == ["log_empty"]
+    assert report.status is None and report.findings == []
