@@ -30,11 +30,28 @@ MIN_PARTIAL_CHARS = 16
 MAX_EVIDENCE = 8
 SEVERITY_RANK = {"fatal": 0, "error": 0, "warning": 1, "info": 2}
 ROLE_RANK = {"cause": 0, "symptom": 1}
+# How sure a finding is, by how it was found: the one table every finding's confidence is read
+# from (a failure-site match scores itself, sites.py).
+CONFIDENCE = {
+    "line": 0.9,  # a catalog line pattern matched a log line
+    "line_partial": 0.7,  # ... only the start of a cut line
+    "traceback_message": 0.95,  # a traceback pattern whose message regex matched
+    "traceback": 0.75,  # a traceback pattern without a message regex (type, frames)
+    "traceback_partial": 0.8,  # the message regex matched the start of a cut message
+    "chained_penalty": 0.1,  # taken off when the match is a chained exception, not the final one
+    "condition": 0.6,  # a condition on the run's state
+    "condition_traceback": 0.85,  # a condition and the traceback keys of the same match table
+    "unclassified": 0.3,  # a traceback nothing explains
+    "serving": 0.7,  # a serving warning from the run's statistics (serving_findings.py)
+    "process_end": 0.7,  # logx watch: the process ended before ready, without a traceback
+    "status_sidecar": 0.95,  # the stale-log detector, with the sidecar of `logx run`
+    "status": 0.85,  # the stale-log detector, from the file and /proc alone
+}
 # Failures of different processes closer than this cannot be ordered by their clocks: the
 # clocks of different nodes differ by seconds, and the ranks of one node print their errors
 # through buffers, a rank's consequence often a moment before the real error of another.
 CLOCK_TOLERANCE = timedelta(seconds=10)
-__all__ = ["CLOCK_TOLERANCE", "Evidence", "Finding", "Hit", "Matcher", "evidence_time", "fill",
+__all__ = ["CLOCK_TOLERANCE", "CONFIDENCE", "Evidence", "Finding", "Hit", "Matcher", "evidence_time", "fill",
            "first_cause", "rank", "required_literals"]
 # Stats lines are the bulk of a serving log and carry no failure text.
 # Request logs (--log-requests: "Receive: obj=…") are user content: a prompt quoting an error
@@ -345,7 +362,8 @@ class Matcher:
                 continue
             m, partial = found
             hit = Hit(pattern, {k: v for k, v in m.groupdict().items() if v is not None},
-                      [Evidence(event.number, event.line.text)], 0.7 if partial else 0.9,
+                      [Evidence(event.number, event.line.text)],
+                      CONFIDENCE["line_partial" if partial else "line"],
                       event.line.stream)
             new.append(hit)
         if new:
@@ -366,11 +384,11 @@ class Matcher:
                 if result is None:
                     continue
                 groups, partial = result
-                confidence = 0.95 if spec.message is not None else 0.75
+                confidence = CONFIDENCE["traceback_message" if spec.message is not None else "traceback"]
                 if partial:
-                    confidence = 0.8
+                    confidence = CONFIDENCE["traceback_partial"]
                 if exc is not tb.final:
-                    confidence -= 0.1
+                    confidence -= CONFIDENCE["chained_penalty"]
                 new.append(Hit(pattern, groups, traceback_evidence(tb, exc), confidence,
                                tb.stream, tb))
                 matched_ids.add(pattern.id)
@@ -403,7 +421,7 @@ class Matcher:
             role="cause" if tb.exc_type or tb.message else "symptom",
         )
         facts = {"package": package[0]} if package else {}
-        return Hit(pattern, {}, traceback_evidence(tb), 0.3, tb.stream, tb, facts)
+        return Hit(pattern, {}, traceback_evidence(tb), CONFIDENCE["unclassified"], tb.stream, tb, facts)
 
     def findings(self, run: Run, facts: dict[str, Any]) -> list[Finding]:
         """Ranked findings for ``run`` (most likely root cause first)."""
@@ -413,7 +431,7 @@ class Matcher:
             if not evidence:
                 continue
             if not spec.on_traceback:
-                hits.append(Hit(pattern, {}, evidence, 0.6, "", timed=False))
+                hits.append(Hit(pattern, {}, evidence, CONFIDENCE["condition"], "", timed=False))
                 continue
             for tb in run.tracebacks:  # condition AND traceback keys
                 for exc in [tb.final] + [e for e in tb.exceptions if e is not tb.final]:
@@ -422,7 +440,7 @@ class Matcher:
                     if result is not None:
                         ev = traceback_evidence(tb, exc)
                         ev += [e for e in evidence if e.line not in {x.line for x in ev}]
-                        hits.append(Hit(pattern, result[0], ev, 0.85, tb.stream, tb))
+                        hits.append(Hit(pattern, result[0], ev, CONFIDENCE["condition_traceback"], tb.stream, tb))
                         break
         hits = [h for h in _one_per_traceback(hits) if not _before_serving(h, run)]
         year = printed_year(run.started_at or run.ended_at)

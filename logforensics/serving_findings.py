@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from .conditions import Evidence
-from .findings import Finding
+from .findings import CONFIDENCE, Finding
 from .lines import parse_timestamp
 from .memory import build_ledger
 from .serving import (
@@ -82,7 +82,7 @@ def _evidence(*marks: Mark | None) -> list:
 
 def _warning(run, id_: str, title: str, evidence: list[Evidence], figures: str, fix: str,
              facts: dict[str, Any], fix_figures: str = "") -> Finding:
-    return Finding(id=id_, title=title, severity="warning", confidence=0.7, phase="serving",
+    return Finding(id=id_, title=title, severity="warning", confidence=CONFIDENCE["serving"], phase="serving",
                    run=run.index, evidence=evidence, explanation=figures, fix=fix, priority=30,
                    facts={"figures": figures, "fix_figures": fix_figures, **facts})
 

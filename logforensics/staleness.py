@@ -38,7 +38,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .dialects import DEFAULT, DIALECTS, Dialect
-from .findings import Evidence, Finding, rank
+from .findings import CONFIDENCE, Evidence, Finding, rank
 from .launcher import Sidecar, read_sidecar
 from .lines import parse_timestamp
 from .procinfo import (
@@ -667,7 +667,8 @@ class _Assessment:
                  fix: str, facts: dict[str, Any] | None = None, priority: int = 100) -> Finding:
         run = self.run
         phase = "any" if id_ in ("log_empty", "log_stale") else run.phase if run is not None else "launch"
-        return Finding(id=id_, title=title, severity=severity, confidence=0.95 if self.sidecar else 0.85,
+        return Finding(id=id_, title=title, severity=severity,
+                       confidence=CONFIDENCE["status_sidecar" if self.sidecar else "status"],
                        phase=phase, run=run.index if run else 0,
                        evidence=evidence, explanation=explanation, fix=fix, priority=priority,
                        facts=facts or {})

@@ -24,7 +24,7 @@ from . import staleness
 from .analysis import Analyzer, Options, run_facts
 from .catalog import Catalog, load_catalog
 from .errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
-from .findings import Evidence, Finding, Matcher, fill, rank
+from .findings import CONFIDENCE, Evidence, Finding, Matcher, fill, rank
 from .follow import FollowItem, Tick
 from .gate import (
     SETTLE_SECONDS,
@@ -322,7 +322,7 @@ class Watcher:
         fix = fill(pattern.fix if pattern else base["fix"], values)
         evidence = [Evidence(n, text) for n, text in list(run.tail)[-3:]] if run is not None else []
         finding = Finding(id=ident, title=title, severity=pattern.severity if pattern else "fatal",
-                          confidence=0.7, phase=phase, run=run.index if run else 1,
+                          confidence=CONFIDENCE["process_end"], phase=phase, run=run.index if run else 1,
                           evidence=evidence, explanation=explanation, fix=fix,
                           priority=pattern.priority if pattern else 40,
                           facts={"exit_code": end.exit_code, "signal": end.signal, "pid": pid})

@@ -301,3 +301,20 @@ def test_the_same_traceback_on_every_rank_is_cited_once():
     assert "the same traceback on TP1–TP7" in buffer.getvalue()
     other = explain(log_bytes(*lines[:4], *[t.replace("5e1d failed", "5e1d failed on TP1") for t in lines[4:8]]))
     assert other.primary is not None and other.primary.same_on == []  # another message: cited
+
+
+
+def test_every_confidence_is_read_from_the_one_table(monkeypatch):
+    from logforensics.findings import CONFIDENCE
+
+    for key, value in (("line", 0.41), ("traceback_message", 0.42), ("unclassified", 0.43)):
+        monkeypatch.setitem(CONFIDENCE, key, value)
+    line = findings(log_bytes("[2026-01-01 10:00:00] Received sigquit from a child process"), SIGQUIT)
+    assert [f.confidence for f in line] == [0.41]
+    raised = log_bytes("Traceback (most recent call last):", '  File "/x/server_args.py", line 1, in check',
+                       "ValueError: Speculative decoding for Qwen3 is not compatible with radix cache when "
+                       "using --mamba-scheduler-strategy no_buffer")
+    assert [f.confidence for f in findings(raised, SPEC)] == [0.42]
+    unknown = log_bytes("Traceback (most recent call last):", '  File "/x/y.py", line 1, in f',
+                        "ZeroDivisionError: division by zero")
+    assert [(f.id, f.confidence) for f in findings(unknown)] == [("unclassified_exception", 0.43)]
