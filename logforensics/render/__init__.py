@@ -1,5 +1,5 @@
 """Text views for a person (rich; the only modules that import it, tests/test_layering.py
 checks): the report (``report.py``), the memory ledger (``memory.py``), the stale-log verdict
-(``status.py``), an incident (``incident.py``), ``logx diff`` (``diff.py``), the catalog
-(``catalog.py``) and the console they print on (``console.py``). Watch's views still live in
-``watch.py``."""
+(``status.py``), an incident (``incident.py``), ``logx watch``'s views (``watch.py``), ``logx
+diff`` (``diff.py``), the catalog (``catalog.py``) and the console they print on
+(``console.py``)."""
