@@ -98,6 +98,6 @@ def test_redaction_is_linear_on_hostile_lines():
     hostile = ["a-" * 50_000, "1." * 50_000, "a@" * 50_000, "x:" * 50_000, "token=" * 20_000,
                "/home/" * 20_000, "[a]:" * 20_000]
     r = Redactor()
-    start = time.perf_counter()
+    start = time.process_time()  # this process's CPU: a loaded machine does not inflate it
     r.redact_all(hostile)
-    assert time.perf_counter() - start < 10  # quadratic would take minutes
+    assert time.process_time() - start < 60  # linear takes well under a second; quadratic, hours
