@@ -394,26 +394,28 @@ class Matcher:
                 matched_ids.add(pattern.id)
                 break
         if not new:
-            new.append(site_hit(tb, run) or self._unclassified(tb))
+            new.append(site_hit(tb, run) or self._unclassified(tb, run))
         # One traceback, one explanation: the most specific pattern (highest priority) wins,
         # so a generic match (e.g. "raised in argument handling") never repeats a specific one.
         best = max(new, key=lambda h: (h.pattern.priority, h.confidence))
         self.hits.setdefault(run.index, []).append(best)
         return [best]
 
-    def _unclassified(self, tb: Traceback) -> Hit:
+    def _unclassified(self, tb: Traceback, run: Run) -> Hit:
         frame = tb.raising_frame
         where = f"{frame.file}:{frame.line} in {frame.function}" if frame else "unknown location"
         exc_type = tb.exc_type or "an exception (its type line was cut off)"
         message = tb.message.split("\n", 1)[0][:300] if tb.message else "(message not in the log)"
-        package = _sites.frame_package(frame.file if frame else None)
+        server = run.dialect
+        package = _sites.frame_package(frame.file if frame else None,
+                                       server.sites.package if server.sites else server.name)
         usually = f" The raising frame belongs to {package[0]}: {package[1]}" if package else ""
         pattern = Pattern(
             id="unclassified_exception",
             title=f"Unclassified exception: {tb.exc_type or 'unknown type'}",
             severity="error", phase="any", priority=10 if tb.exc_type else 5,
             explanation=(f"{exc_type} was raised at {where}: {message}. No catalog pattern "
-                         f"and no SGLang failure site explains it.{usually}"),
+                         f"and no {server.label} failure site explains it.{usually}"),
             fix=("Read the raising frame and the message. If this is a known failure, add a "
                  "pattern for it (`logx patterns list`, `--patterns DIR`)."),
             # A traceback cut before its type and message says nothing of what failed: it does
@@ -486,24 +488,25 @@ class Matcher:
         return rank(list(merged.values()))
 
 
-# — findings from SGLang's failure sites (sites.py, data/site_categories.toml) ——————————————
+# — findings from the server's failure sites (sites.py, Dialect.sites) ——————————————————————
 
-SITE_SOURCE = "sglang failure-site index"
+SITE_SOURCE = "failure-site index"
 SITE_PRIORITY = 30  # below every curated pattern that names the cause, above the symptoms
 MIN_SITE_CONFIDENCE = 0.5
 
 
 def site_hit(tb: Traceback, run: Run) -> Hit | None:
-    """A traceback no pattern explains, matched to the SGLang site that raised it: the
+    """A traceback no pattern explains, matched to the site of the log's server that raised it: the
     finding names the site, the failed check in words, and the flags the site names. A site
     match also narrows the release range of a log that does not print its version."""
-    if not tb.exc_type:
+    data = run.dialect.sites
+    if not tb.exc_type or data is None:
         return None
-    index = _sites.site_index()
-    found = _sites.match_traceback(tb)
+    index = _sites.site_index(data)
+    found = _sites.match_traceback(tb, data)
     if found is None or found.confidence < MIN_SITE_CONFIDENCE:
         return None
-    category = _sites.category_of(found.site)
+    category = _sites.category_of(found.site, data)
     if category is None:
         return None
     site = found.site
@@ -522,9 +525,9 @@ def site_hit(tb: Traceback, run: Run) -> Hit | None:
     pattern = Pattern(
         id=category.id, title=f"{tb.exc_type} from {category.what} ({site.function})",
         severity="error", phase=category.phase or "any", priority=SITE_PRIORITY,
-        explanation=(f"{site.kind} in {site.where} (SGLang {site.release_range}) raised "
+        explanation=(f"{site.kind} in {site.where} ({run.dialect.label} {site.release_range}) raised "
                      f"{tb.exc_type}: {message}.{check} No curated pattern names this failure; "
-                     "SGLang's own source does."),
+                     f"{run.dialect.label}'s own source does."),
         fix=fix, source=SITE_SOURCE,
     )
     facts = {"site": {"file": site.file, "function": site.function, "kind": site.kind,

@@ -1,8 +1,9 @@
-"""SGLang's failure sites (``data/sglang_sites.json.gz``, built by ``tools/index_sglang.py``)
-and the lookup that finds which one printed an exception no catalog pattern explains.
+"""A server's failure sites (SGLang's ``data/sglang_sites.json.gz``, built by
+``tools/index_sglang.py``; each dialect names its own in ``Dialect.sites``) and the lookup that
+finds which one printed an exception no catalog pattern explains.
 
 A site is a ``raise`` / ``assert`` / ``parser.error`` / failure-announcing log call in some
-SGLang release, with its message template (a regex with named holes), file, function, the
+release of the server, with its message template (a regex with named holes), file, function, the
 ``if``/assert tests around it, the flags, env vars and ServerArgs fields it names, and the
 release ranges that contain exactly that template.
 
@@ -23,6 +24,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
+
+from .dialects import DEFAULT, DIALECTS
+from .dialects.base import SiteData
 
 if TYPE_CHECKING:
     from .tracebacks import Traceback
@@ -151,21 +155,24 @@ def filing_keys(regexes: list[str]) -> dict[str, str]:
 
 
 class SiteIndex:
-    """The sites, filed for lookup. A ``Site`` is built from its columns only when a lookup
-    checks it; ``candidates_checked`` counts that work."""
+    """One server's sites (``data``: which server; the default dialect's when None), filed for
+    lookup. A ``Site`` is built from its columns only when a lookup checks it;
+    ``candidates_checked`` counts that work."""
 
-    def __init__(self, releases: list[str], columns: dict[str, list[str]], keys: dict[str, str] | None = None):
+    def __init__(self, releases: list[str], columns: dict[str, list[str]], keys: dict[str, str] | None = None,
+                 data: SiteData | None = None):
         self.releases = releases
         self.columns = columns
         self.keys = keys if keys is not None else filing_keys(columns["re"])
+        self.data = data or _default_sites()
         self.candidates_checked = 0
         self._sites: dict[int, Site] = {}
         self._postings: dict[str, list[int]] = {}
         self._by_place: dict[tuple[str, str], list[int]] | None = None
 
     @classmethod
-    def from_records(cls, releases: list[str], records: list[dict]) -> SiteIndex:
-        return cls(releases, to_columns(records))
+    def from_records(cls, releases: list[str], records: list[dict], data: SiteData | None = None) -> SiteIndex:
+        return cls(releases, to_columns(records), data=data)
 
     def __len__(self) -> int:
         return len(self.columns["re"])
@@ -197,8 +204,8 @@ class SiteIndex:
                cut: bool = False) -> SiteMatch | None:
         """The best site for an exception (``exc_type`` None: a log line), or None.
 
-        ``file``/``function`` are the raising frame's (any path; the part from ``sglang/``
-        on is compared); ``source`` its source line, which names an ``assert`` without a
+        ``file``/``function`` are the raising frame's (any path; the part from the server's
+        package on, ``sglang/…``, is compared); ``source`` its source line, which names an ``assert`` without a
         message. ``cut``: the message may end early (it is also cut when it ends in ``...``)."""
         short = exc_type.rsplit(".", 1)[-1] if exc_type else None
         text = message.strip()
@@ -206,7 +213,7 @@ class SiteIndex:
             if text.endswith(tail):
                 text, cut = text[: -len(tail)], True
         squashed = _squash(text)
-        place = _sglang_path(file), (function or "")
+        place = _package_path(file, self.data.package), (function or "")
         scored: list[tuple[float, tuple, SiteMatch]] = []
         seen: set[int] = set()
         for w in dict.fromkeys(_WORD.findall(text)):
@@ -226,7 +233,7 @@ class SiteIndex:
                 if site.literal_chars < 20:
                     confidence -= 0.15
                 confidence += _place_bonus(site, place)
-                scored.append((confidence, _rank(site), SiteMatch(site, confidence, partial, [])))
+                scored.append((confidence, _rank(site, self.data.core), SiteMatch(site, confidence, partial, [])))
         if not scored and short == "AssertionError" and not squashed and source and place[0]:
             scored = self._assert_by_source(place, source)
         if not scored:
@@ -250,18 +257,18 @@ class SiteIndex:
                 continue
             test = _squash(site.conditions[-1].removeprefix("not (").removesuffix(")"))
             if shown and (test.startswith(shown.rstrip(",")) or shown.startswith(test)):
-                out.append((0.8, (len(test), *_rank(site)), SiteMatch(site, 0.8, False, [])))
+                out.append((0.8, (len(test), *_rank(site, self.data.core)), SiteMatch(site, 0.8, False, [])))
         return out
 
 
-def _rank(site: Site) -> tuple:
+def _rank(site: Site, core: str) -> tuple:
     """Between equally good matches: the most literal text, then the fewest holes (an
-    empty hole fits anything), then the LLM server's own code (``sglang/srt/``) over
-    SGLang's other programs, then the newest release."""
+    empty hole fits anything), then the LLM server's own code (``core``, ``sglang/srt/``)
+    over the package's other programs, then the newest release."""
     from .runs import _vt
 
     holes = len(site.pieces) - 1 + (not site.starts_literal) + (not site.ends_literal)
-    return site.literal_chars, -holes, site.file.startswith("sglang/srt/"), _vt(site.releases[-1][1])
+    return site.literal_chars, -holes, site.file.startswith(core), _vt(site.releases[-1][1])
 
 
 def _literal_text(rx: str) -> list[str]:
@@ -274,10 +281,11 @@ def _type_agrees(site: Site, short: str | None) -> bool:
     return site.exc_type == short
 
 
-def _sglang_path(file: str | None) -> str:
+def _package_path(file: str | None, package: str) -> str:
+    """``file`` from ``<package>/`` on (``/opt/x/sglang/srt/a.py`` → ``sglang/srt/a.py``), or ""."""
     if not file:
         return ""
-    at = file.replace("\\", "/").rfind("sglang/")
+    at = file.replace("\\", "/").rfind(f"{package}/")
     return file[at:] if at >= 0 else ""
 
 
@@ -319,10 +327,11 @@ def _match(site: Site, text: str, cut: bool) -> tuple[float, bool] | None:
     return 1.0, False
 
 
-def match_traceback(tb: Traceback) -> SiteMatch | None:
-    """The site that raised ``tb``'s final exception, from its type, message and raising frame."""
+def match_traceback(tb: Traceback, data: SiteData | None = None) -> SiteMatch | None:
+    """The site of server ``data`` (the default dialect's when None) that raised ``tb``'s final
+    exception, from its type, message and raising frame."""
     frame = tb.raising_frame
-    return site_index().lookup(tb.exc_type, tb.message, file=frame.file if frame else None,
+    return site_index(data).lookup(tb.exc_type, tb.message, file=frame.file if frame else None,
                                function=frame.function if frame else None,
                                source=frame.source if frame else None,
                                cut=tb.message_truncated or tb.ends_input)
@@ -341,27 +350,42 @@ def _shown_prefix(piece: str, rest: str) -> int:
     return next((k for k in range(min(len(head), len(rest)), 3, -1) if head.startswith(rest[-k:])), 0)
 
 
-_LOADED: list[SiteIndex] = []
+_LOADED: dict[str, SiteIndex] = {}
 _LOADING = threading.Lock()
 
 
-def site_index() -> SiteIndex:
-    """The bundled index, read on first use (a few MB of JSON: only when a traceback needs it)."""
+def _default_sites() -> SiteData:
+    assert DEFAULT.sites is not None  # the default dialect ships an index
+    return DEFAULT.sites
+
+
+def site_index(data: SiteData | None = None) -> SiteIndex:
+    """Server ``data``'s bundled index (the default dialect's when None), read on first use (a
+    few MB of JSON: only when a traceback needs it)."""
+    data = data or _default_sites()
     with _LOADING:
-        if not _LOADED:
-            raw = resources.files("logforensics").joinpath("data/sglang_sites.json.gz").read_bytes()
-            data = json.loads(gzip.decompress(raw))
-            _LOADED.append(SiteIndex(data["releases"], data["columns"], data["keys"]))
-        return _LOADED[0]
+        found = _LOADED.get(data.index)
+        if found is None:
+            raw = resources.files("logforensics").joinpath(f"data/{data.index}").read_bytes()
+            columns = json.loads(gzip.decompress(raw))
+            found = _LOADED[data.index] = SiteIndex(columns["releases"], columns["columns"], columns["keys"],
+                                                    data)
+        return found
+
+
+def _load_every_index() -> None:
+    for dialect in DIALECTS.values():
+        if dialect.sites is not None:
+            site_index(dialect.sites)
 
 
 def load_in_background() -> None:
-    """Read the index on a daemon thread now, so that a live watcher reports the first
-    unexplained traceback the moment it is complete rather than after the read."""
-    threading.Thread(target=site_index, name="logx-site-index", daemon=True).start()
+    """Read every dialect's index on a daemon thread now, so that a live watcher reports the
+    first unexplained traceback the moment it is complete rather than after the read."""
+    threading.Thread(target=_load_every_index, name="logx-site-index", daemon=True).start()
 
 
-# — what a site stands for: its home's root cause (data/site_categories.toml) ——————————————
+# — what a site stands for: its home's root cause (SiteData.categories, data/site_categories.toml) ——
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,16 +409,17 @@ def _data_toml(name: str) -> dict:
 
 
 @cache
-def categories() -> tuple[Category, ...]:
+def categories(data: SiteData | None = None) -> tuple[Category, ...]:
+    """Server ``data``'s categories (the default dialect's when None), in the file's order."""
     return tuple(
         Category(c["id"], c["what"], c["fix"], c.get("phase"),
                  tuple((k, re.compile(c[k])) for k in ("file", "function", "text", "kind") if k in c))
-        for c in _data_toml("site_categories.toml")["category"])
+        for c in _data_toml((data or _default_sites()).categories)["category"])
 
 
-def category_of(site: Site) -> Category | None:
-    """The first category whose rule claims ``site`` (None: its home has no category)."""
-    return next((c for c in categories() if c.claims(site)), None)
+def category_of(site: Site, data: SiteData | None = None) -> Category | None:
+    """The first category of server ``data`` whose rule claims ``site`` (None: its home has none)."""
+    return next((c for c in categories(data) if c.claims(site)), None)
 
 
 @cache
@@ -403,8 +428,10 @@ def _packages() -> tuple[tuple[re.Pattern[str], str, str], ...]:
                   p["meaning"]) for p in _data_toml("frame_packages.toml")["package"])
 
 
-def frame_package(file: str | None) -> tuple[str, str] | None:
-    """``(package, what its failures usually mean)`` for a raising frame's file."""
+def frame_package(file: str | None, server: str | None = None) -> tuple[str, str] | None:
+    """``(package, what its failures usually mean)`` for a raising frame's file; ``server``
+    (the log's server package, the default dialect's when None) names a source checkout's
+    frames, which have no site-packages/ in their path."""
     if not file:
         return None
     path = file.replace("\\", "/")
@@ -414,8 +441,7 @@ def frame_package(file: str | None) -> tuple[str, str] | None:
             path = path[at + len(marker):]
             break
     else:
-        if "sglang/" in path:
-            path = path[path.rfind("sglang/"):]
+        path = _package_path(path, server or _default_sites().package) or path
     for rx, name, meaning in _packages():
         m = rx.search(path) if name != "*" else None
         if m is not None or name == "*":

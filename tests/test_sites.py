@@ -14,6 +14,7 @@ import pytest
 from conftest import REPO, log_bytes, make_catalog
 
 from logforensics.analysis import explain
+from logforensics.dialects.base import SiteData
 from logforensics.runs import _vt
 from logforensics.sites import (
     Site,
@@ -131,6 +132,35 @@ def test_the_raising_frame_breaks_ties_between_sites_with_one_template():
     found = index.lookup("ValueError", message, file="/x/sglang/srt/speculative/eagle_worker.py",
                          function="__init__")
     assert found.site.file == "sglang/srt/speculative/eagle_worker.py" and len(found.equivalent) == 1
+
+
+def test_an_index_compares_frames_from_its_own_servers_package():
+    """Each dialect's index names its server's package: a vLLM frame's path is compared from
+    ``vllm/`` on (the raising frame agrees), and the server's core subtree wins a tie."""
+    data = SiteData(index="x.json.gz", categories="x.toml", package="vllm", core="vllm/v1/")
+    core = {**SPEC, "f": "vllm/v1/engine/core.py", "fn": "EngineCore.__init__"}
+    tool = {**SPEC, "f": "vllm/benchmarks/serve.py", "fn": "main"}
+    index = SiteIndex.from_records(["0.5.1", "0.5.2"], [tool, core], data=data)
+    message = "Speculative decoding requires topk 1 when the page size is 16."
+    assert index.lookup("ValueError", message).site.file == "vllm/v1/engine/core.py"
+    found = index.lookup("ValueError", message, file="/opt/venv/lib/site-packages/vllm/benchmarks/serve.py",
+                         function="main")
+    assert found.site.file == "vllm/benchmarks/serve.py" and found.file_agrees
+
+
+def test_a_log_gets_sites_of_its_own_server_only():
+    """An SGLang site's message in a vLLM log is not that SGLang site (vLLM never raised it)."""
+    site = next(s for s in map(site_index().site, range(len(site_index())))
+                if s.kind == "raise" and s.file == "sglang/srt/server_args.py" and s.exc_type == "ValueError"
+                and s.literal_chars > 40 and s.starts_literal and "\n" not in s.regex)
+    lines = ["INFO 11-20 09:15:02 [api_server.py:1351] vLLM API server version 0.13.0",
+             *traceback_lines(site, render(site))]
+    sglang_log = explain(log_bytes(*lines[1:]), catalog=make_catalog())
+    assert sglang_log.findings[0].id != "unclassified_exception"
+    vllm_log = explain(log_bytes(*lines), catalog=make_catalog())
+    assert vllm_log.server["name"] == "vllm"
+    assert [f.id for f in vllm_log.findings] == ["unclassified_exception"]
+    assert "SGLang 0." not in vllm_log.findings[0].explanation
 
 
 def test_a_bare_assert_is_found_by_its_source_line():

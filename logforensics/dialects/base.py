@@ -148,6 +148,19 @@ class LaunchArgs:
     tp_size: str
 
 
+@dataclass(frozen=True, slots=True)
+class SiteData:
+    """The server's index of failure sites over its released wheels (``sites.py`` reads it).
+    ``index`` and ``categories`` are files in ``logforensics/data/``; ``package`` is the top
+    package the sites' files are in (a frame's path is compared from ``<package>/`` on);
+    ``core`` the server's own subtree, whose sites win a tie over the package's other programs."""
+
+    index: str  # "sglang_sites.json.gz", built by tools/index_<name>.py
+    categories: str  # which root cause a site stands for, by its home
+    package: str  # "sglang"
+    core: str  # "sglang/srt/"
+
+
 @dataclass(frozen=True)
 class Dialect:
     """One server's knowledge. Build it in ``dialects/<name>/__init__.py`` as ``DIALECT``."""
@@ -176,6 +189,8 @@ class Dialect:
     # named catalog conditions of this server's own (``Run`` -> evidence ``[(line, text)]`` or None)
     conditions: Mapping[str, Callable[[Any], list[tuple[int, str]] | None]] = field(default_factory=dict)
     launch_args: LaunchArgs | None = None  # None: the server has no multi-node launch arguments
+    # the release index of failure sites (None: the server ships none, no site findings)
+    sites: SiteData | None = None
 
     def __post_init__(self) -> None:
         unknown = {p for p in self.event_phase.values() if p not in PHASE_RANK}

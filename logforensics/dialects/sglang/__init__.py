@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ...lines import ServerPrefix
-from ..base import Dialect, LaunchArgs, StatsMarks, bundled_dir, load_facts
+from ..base import Dialect, LaunchArgs, SiteData, StatsMarks, bundled_dir, load_facts
 from .events import RULES
 
 # "[2026-03-23 14:01:38(.123)? DP1 TP3 EP3] msg"; short "[03-23 14:01:38 TP0] msg"; the
@@ -92,4 +92,6 @@ DIALECT = Dialect(
                              (b"#running-req: ",))),
     facts=load_facts(bundled_dir() / "sglang" / "facts.toml"),
     launch_args=LaunchArgs("nnodes", "node_rank", ("dist_init_addr",), "tp_size"),
+    sites=SiteData(index="sglang_sites.json.gz", categories="site_categories.toml", package="sglang",
+                   core="sglang/srt/"),
 )
