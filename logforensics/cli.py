@@ -76,7 +76,7 @@ DialectOpt = Annotated[DialectName | None, typer.Option(
 
 # — stale-log detector options (explain, status) —————————————————————————————————————
 def _since(value: str | None) -> float | None:
-    from .staleness import parse_since
+    from .clock import parse_since
 
     if value is None:
         return None

@@ -105,6 +105,25 @@ class Sidecar:
         return self.ended_at is not None
 
     @property
+    def signal_name(self) -> str:
+        """``SIGKILL`` for signal 9 (``signal N`` for one Python does not name)."""
+        try:
+            return signal.Signals(self.signal or 0).name
+        except ValueError:
+            return f"signal {self.signal}"
+
+    @property
+    def end_text(self) -> str:
+        """How the run ended, in words ("was killed by signal 9 (SIGKILL)")."""
+        if self.signal is not None:
+            text = f"was killed by signal {self.signal} ({self.signal_name})"
+        elif self.exit_code is not None:
+            text = f"exited with code {self.exit_code}"
+        else:
+            text = "ended (how is not recorded)"
+        return text + (f": {self.error}" if self.error else "")
+
+    @property
     def started_at_dt(self) -> datetime | None:
         return _parse_iso(self.started_at)
 

@@ -13,6 +13,7 @@ mid-read is reported as not alive; a PID with no ``/proc`` entry gives ``None``.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -177,6 +178,14 @@ def find_processes(pattern: str) -> list[ProcessInfo]:
         if info is not None and info.alive and pattern in info.command_line:
             found.append(info)
     return found
+
+
+def server_processes(name: str, command: re.Pattern[str], owners: set[int]) -> list[ProcessInfo]:
+    """The live processes whose command line holds ``name`` and matches ``command``, run by a
+    user in ``owners``: the root of each process tree only (a server's workers are its children)."""
+    found = [p for p in find_processes(name) if command.search(p.command_line) and p.uid in owners]
+    pids = {p.pid for p in found}
+    return [p for p in found if p.ppid not in pids]
 
 
 def std_streams(pid: int) -> dict[int, tuple[str, tuple[int, int]]]:

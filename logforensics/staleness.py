@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import stat
 import time
@@ -37,17 +36,17 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .clock import TOLERANCE, age, duration, epoch, iso, log_epoch
 from .dialects import DEFAULT, DIALECTS, Dialect
 from .findings import CONFIDENCE, Evidence, Finding, rank
 from .launcher import Sidecar, read_sidecar
-from .lines import parse_timestamp
 from .procinfo import (
     ProcessInfo,
-    find_processes,
     holds_file,
     process_info,
     processes_writing,
     related,
+    server_processes,
     std_streams,
 )
 
@@ -58,7 +57,6 @@ if TYPE_CHECKING:
 STATES = ("FRESH", "STALE", "EMPTY", "SILENT", "DEAD")
 STATUS_IDS = ("log_empty", "log_stale", "startup_hang", "process_died_without_traceback")
 STATUS_SCHEMA = "logx.status/1"
-TOLERANCE = 2.0  # seconds: whole-second log timestamps, /proc start times rounded to the second
 CLOCK_SKEW_LIMIT = 600.0  # log times this far after the file's mtime: the log's clock/timezone differs
 STARTUP_WINDOW = 2 * 3600.0  # a printed PID's process started at most this long before the run's first line
 SIDECAR_START_WINDOW = (-5.0, 30.0)  # server start relative to the sidecar's started_at (PID reuse check)
@@ -130,10 +128,10 @@ def prepare(path: str | os.PathLike | None, options: Any = None) -> Context:
             ctx.sidecar_note = (f"sidecar {sidecar.path} says its run starts at byte {sidecar.log_offset} "
                                 f"but the log has {st.st_size} bytes (truncated or replaced since): ignored")
             return ctx
-        ended = _epoch(sidecar.ended_at_dt)
+        ended = epoch(sidecar.ended_at_dt)
         if ended is not None and st.st_mtime > ended + SIDECAR_AFTER_END:
-            ctx.sidecar_note = (f"sidecar {sidecar.path} describes pid {sidecar.pid}, which ended {_iso(ended)}, "
-                                f"but the log was written {_iso(st.st_mtime)}: another process wrote it; ignored")
+            ctx.sidecar_note = (f"sidecar {sidecar.path} describes pid {sidecar.pid}, which ended {iso(ended)}, "
+                                f"but the log was written {iso(st.st_mtime)}: another process wrote it; ignored")
             return ctx
     ctx.sidecar = sidecar
     ctx.offset = max(0, sidecar.log_offset)
@@ -183,45 +181,6 @@ def status_json(report: Report) -> dict[str, Any]:
     }
 
 
-_SINCE_UNITS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "mins": 60,
-                "minute": 60, "minutes": 60, "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600,
-                "hours": 3600, "d": 86400, "day": 86400, "days": 86400}
-_SINCE_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
-
-
-def parse_since(text: str, now: float | None = None) -> float:
-    """``--since``: an ISO time (naive = local time), ``HH:MM[:SS]`` (today, local), a duration
-    ago (``30s``, ``10m``, ``2h``, ``1d``, ``1h30m``) or ``@EPOCH``. Returns epoch seconds;
-    raises ``ValueError`` with a one-line message."""
-    now = time.time() if now is None else now
-    t = text.strip()
-    if not t:
-        raise ValueError("empty time")
-    if t.startswith("@"):
-        try:
-            return float(t[1:])
-        except ValueError:
-            raise ValueError(f"bad epoch time {text!r} (use @SECONDS)") from None
-    low = t.lower().removesuffix(" ago").strip()
-    if low and low[0].isdigit() and _SINCE_PART.sub("", low).strip() == "" and _SINCE_PART.search(low):
-        total = 0.0
-        for number, unit in _SINCE_PART.findall(low):
-            if unit not in _SINCE_UNITS:
-                raise ValueError(f"bad duration {text!r} (use e.g. 30s, 10m, 2h, 1d)")
-            total += float(number) * _SINCE_UNITS[unit]
-        return now - total
-    if re.fullmatch(r"\d{1,2}:\d\d(:\d\d(\.\d+)?)?", t):
-        today = datetime.fromtimestamp(now).date().isoformat()
-        value = datetime.fromisoformat(f"{today} {t}").timestamp()
-        return value - 86400 if value > now + TOLERANCE else value
-    try:
-        dt = datetime.fromisoformat(t.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"cannot read time {text!r}: use an ISO time (2026-03-23 14:01:38), "
-                         "HH:MM, a duration ago (30s, 10m, 2h) or @EPOCH") from None
-    return dt.timestamp()  # naive: local time
-
-
 # — the decision ——————————————————————————————————————————————————————————————————————
 
 
@@ -250,11 +209,16 @@ class _Assessment:
         self.options = options
         self.now = now
         self.silence = float(getattr(options, "silence", 120.0) or 120.0)
-        self.facts: dict[str, Any] = {"checked_at": _iso(now)}
+        self.facts: dict[str, Any] = {"checked_at": iso(now)}
         self.reasons: list[str] = []
         self.sidecar = ctx.sidecar
         self.run: Run | None = report.run
-        self.dialect: Dialect = report.detection.dialect if report.detection is not None else DEFAULT
+        detection = report.detection
+        self.dialect: Dialect = detection.dialect if detection is not None else DEFAULT
+        # whose live processes can have written this log: its server's; any server's when
+        # nothing in the log said which (an empty log, a guess)
+        self.servers: tuple[Dialect, ...] = (self.dialect,) if detection is not None \
+            and detection.confidence != "guess" else tuple(DIALECTS.values())
         runs = report.runs
         self.is_last = bool(self.run is not None and runs and self.run is runs[-1])
         self.path = ctx.path
@@ -276,8 +240,8 @@ class _Assessment:
         else:
             f["source"] = "file"
             f["size_bytes"] = self.stat.st_size
-            f["mtime"] = _iso(self.mtime)
-            f["mtime_age_s"] = _age(self.now, self.mtime)
+            f["mtime"] = iso(self.mtime)
+            f["mtime_age_s"] = age(self.now, self.mtime)
         f["runs"] = len(self.report.runs)
         f["explained_run"] = self.run.index if self.run else None
         if self.run is not None:
@@ -288,14 +252,14 @@ class _Assessment:
     def _time_facts(self) -> None:
         """Log timestamps of the explained run, and whether they can be trusted."""
         run = self.run
-        self.first_ts = _log_epoch(run.started_at) if run else None
-        self.last_ts = _log_epoch(run.ended_at) if run else None
+        self.first_ts = log_epoch(run.started_at) if run else None
+        self.last_ts = log_epoch(run.ended_at) if run else None
         self.ts_reliable = self.last_ts is not None
         if self.last_ts is None:
             return
-        self.facts["log_first_time"] = _iso(self.first_ts)
-        self.facts["log_last_time"] = _iso(self.last_ts)
-        self.facts["log_last_time_age_s"] = _age(self.now, self.last_ts)
+        self.facts["log_first_time"] = iso(self.first_ts)
+        self.facts["log_last_time"] = iso(self.last_ts)
+        self.facts["log_last_time_age_s"] = age(self.now, self.last_ts)
         ref = self.mtime if (self.mtime is not None and self.is_last) else self.now
         skew = self.last_ts - ref
         if skew > CLOCK_SKEW_LIMIT:
@@ -330,12 +294,12 @@ class _Assessment:
         pid = getattr(self.options, "pid", None)
         if pid is not None:
             info = process_info(pid)
-            s = _Subject(pid, "--pid", info, bool(info and info.alive), _epoch(info.start_time if info else None))
+            s = _Subject(pid, "--pid", info, bool(info and info.alive), epoch(info.start_time if info else None))
             return self._with_fds(s)
         if self.sidecar is not None and self.sidecar.pid is not None:
             return self._sidecar_subject(self.sidecar)
         if self.sidecar is not None and self.sidecar.finished:  # the command could not be started
-            return _Subject(0, "sidecar", None, False, _epoch(self.sidecar.started_at_dt), note=self.sidecar.error)
+            return _Subject(0, "sidecar", None, False, epoch(self.sidecar.started_at_dt), note=self.sidecar.error)
         run = self.run
         printed = list(run.pids) if run is not None else []
         checks = []
@@ -346,7 +310,7 @@ class _Assessment:
                            **({"note": why} if why else {})})
             if ok and info is not None:
                 self.facts["printed_pids"] = checks
-                s = _Subject(p, "printed in the log", info, True, _epoch(info.start_time))
+                s = _Subject(p, "printed in the log", info, True, epoch(info.start_time))
                 return self._with_fds(s)
         if checks:
             self.facts["printed_pids"] = checks
@@ -377,14 +341,14 @@ class _Assessment:
                     break
                 sup = process_info(supervisor)
         alive = bool(info and info.alive) and not sc.finished
-        start = _epoch(info.start_time if info else None)
+        start = epoch(info.start_time if info else None)
         note = None
-        launched = _epoch(sc.started_at_dt)
+        launched = epoch(sc.started_at_dt)
         if alive and start is not None and launched is not None:
             lo, hi = SIDECAR_START_WINDOW
             if not lo <= start - launched <= hi:
                 alive, note = False, (f"pid {pid} now belongs to another process (started "
-                                      f"{_iso(start)}): the server is gone")
+                                      f"{iso(start)}): the server is gone")
         if not alive and not sc.finished:
             sup = process_info(sc.supervisor_pid) if sc.supervisor_pid else None
             if not (sup and sup.alive):
@@ -411,13 +375,13 @@ class _Assessment:
             return False, None
         if self.log_id is not None and holds_file(info.pid, self.log_id):
             return True, None
-        start = _epoch(info.start_time)
+        start = epoch(info.start_time)
         if start is None:
             return False, "start time unreadable"
         if self.ts_reliable and self.first_ts is not None and self.last_ts is not None:
             if self.first_ts - STARTUP_WINDOW - TOLERANCE <= start <= self.last_ts + TOLERANCE:
                 return True, None
-            return False, f"a live process has this PID but started {_iso(start)}, outside this run's times"
+            return False, f"a live process has this PID but started {iso(start)}, outside this run's times"
         if self.mtime is not None and start <= self.mtime + TOLERANCE and \
                 self.dialect.server_command.search(info.command_line or info.comm):
             return True, None
@@ -434,16 +398,16 @@ class _Assessment:
         if not infos:
             return None
         roots = [i for i in infos if i.ppid not in pids] or infos
-        root = min(roots, key=lambda i: (_epoch(i.start_time) or 0.0, i.pid))
+        root = min(roots, key=lambda i: (epoch(i.start_time) or 0.0, i.pid))
         self.facts["writers"] = [i.pid for i in infos][:20]
-        return _Subject(root.pid, "has the log open", root, True, _epoch(root.start_time), writes_log=True,
+        return _Subject(root.pid, "has the log open", root, True, epoch(root.start_time), writes_log=True,
                         writes_to=[os.path.abspath(str(self.path))])
 
     def _subject_facts(self, s: _Subject) -> None:
         d: dict[str, Any] = {"pid": s.pid, "source": s.source, "alive": s.alive}
         if s.start is not None:
-            d["started_at"] = _iso(s.start)
-            d["age_s"] = _age(self.now, s.start)
+            d["started_at"] = iso(s.start)
+            d["age_s"] = age(self.now, s.start)
         if s.info is not None and s.info.cmdline:
             d["command"] = s.info.command_line[:300]
         if s.writes_to:
@@ -468,7 +432,7 @@ class _Assessment:
         self._sidecar_facts()
         since = getattr(self.options, "since", None)
         if since is not None:
-            self.facts["since"] = _iso(since)
+            self.facts["since"] = iso(since)
         subject = self._subject()
         if subject is not None:
             self._subject_facts(subject)
@@ -499,9 +463,9 @@ class _Assessment:
         """The time the run of interest started, as the user (or sidecar) defined it."""
         since = getattr(self.options, "since", None)
         if since is not None:
-            return since, f"--since {_iso(since)}"
+            return since, f"--since {iso(since)}"
         if subject is not None and subject.source in ("--pid", "sidecar") and subject.start is not None:
-            return subject.start, f"pid {subject.pid} started {_iso(subject.start)}"
+            return subject.start, f"pid {subject.pid} started {iso(subject.start)}"
         return None
 
     def _stale_reasons(self, subject: _Subject | None) -> list[str]:
@@ -512,7 +476,7 @@ class _Assessment:
             start, what = ref
             if self.is_last and self.mtime is not None and self.mtime < start - TOLERANCE:
                 written_after = False
-                reasons.append(f"the file was last written {_iso(self.mtime)}, {duration(start - self.mtime)} "
+                reasons.append(f"the file was last written {iso(self.mtime)}, {duration(start - self.mtime)} "
                                f"before the run of interest started ({what})")
             if self.ts_reliable and self.last_ts is not None and self.last_ts < start - TOLERANCE:
                 written_after = False
@@ -520,7 +484,7 @@ class _Assessment:
                 if self.is_last and self.mtime is not None and self.mtime >= start - TOLERANCE:
                     extra = (" (the file changed after that: anything newer has no timestamps — see its "
                              "last lines)")
-                reasons.append(f"its last timestamp {_iso(self.last_ts)} is {duration(start - self.last_ts)} "
+                reasons.append(f"its last timestamp {iso(self.last_ts)} is {duration(start - self.last_ts)} "
                                f"before the run of interest started ({what}){extra}")
         if subject is not None and subject.source in ("--pid", "sidecar") and self.run is not None \
                 and not self.pid_missing:
@@ -539,7 +503,7 @@ class _Assessment:
         if (subject is not None and subject.source == "has the log open" and subject.start is not None
                 and self.mtime is not None and self.is_last and self.mtime < subject.start - TOLERANCE
                 and (self.last_ts is None or not self.ts_reliable or self.last_ts < subject.start - TOLERANCE)):
-            reasons.append(f"pid {subject.pid}, which has this log open, started {_iso(subject.start)}: "
+            reasons.append(f"pid {subject.pid}, which has this log open, started {iso(subject.start)}: "
                            f"{duration(subject.start - self.mtime)} after the file was last written — it has "
                            "written nothing since, the content is an earlier run's")
         if subject is not None and subject.alive and subject.writes_log is False and subject.writes_to and reasons:
@@ -559,10 +523,10 @@ class _Assessment:
             what = f"{name} has 0 bytes" if whole else \
                 f"nothing was written to {name} after byte {self.ctx.offset}, where this run started"
         if subject is not None and subject.alive:
-            age = self.now - subject.start if subject.start is not None else None
-            if age is not None and age < self.silence:
+            running = self.now - subject.start if subject.start is not None else None
+            if running is not None and running < self.silence:
                 self.reasons.append(f"{what}, but pid {subject.pid} ({subject.source}) started only "
-                                    f"{duration(age)} ago: no output yet")
+                                    f"{duration(running)} ago: no output yet")
                 return self._status("FRESH", True)
             if subject.writes_log:
                 quiet = self.now - max(x for x in (self.mtime, subject.start, 0.0) if x is not None)
@@ -573,7 +537,7 @@ class _Assessment:
                     return self._status("SILENT", True, [self._hang_finding(subject, quiet)])
                 self.reasons.append(f"{what}; pid {subject.pid} is alive and writes to it")
                 return self._status("FRESH", True)
-        servers = _live_servers(self._owners())
+        servers = _live_servers(self.servers, self._owners())
         if servers:
             self.facts["live_servers"] = servers
         self.reasons.append(what)
@@ -586,7 +550,7 @@ class _Assessment:
                 f"pid {s['pid']}" + (f" writing to {', '.join(s['writes_to'])}" if s.get("writes_to") else "")
                 for s in servers))
         elif subject is None or not subject.alive:
-            self.reasons.append(f"no {self.dialect.label} server process is alive on this host")
+            self.reasons.append(f"no {' or '.join(d.label for d in self.servers)} server process is alive on this host")
         return self._status("EMPTY", True, [self._empty_finding(subject, servers, what)])
 
     def _stale(self, subject: _Subject | None, stale: list[str]) -> Status:
@@ -629,11 +593,11 @@ class _Assessment:
 
     def _unknown(self, since: float | None) -> Status:
         if since is not None:
-            self.reasons.append(f"the log was written after --since {_iso(since)}")
+            self.reasons.append(f"the log was written after --since {iso(since)}")
             return self._status("FRESH", True)
         self.reasons.append("unverified: no --pid, --since or sidecar, and no live process printed in or "
                             "writing to this log; nothing in the file contradicts freshness")
-        servers = _live_servers(self._owners())
+        servers = _live_servers(self.servers, self._owners())
         if servers:
             self.facts["live_servers"] = servers
             later = [s for s in servers if self.mtime is not None and s.get("age_s") is not None
@@ -658,7 +622,7 @@ class _Assessment:
             return []
         text = f"[sidecar {sc.path.name if sc.path else ''}] pid {sc.pid}, started {_sc_time(sc.started_at_dt)}"
         if sc.finished:
-            text += f", ended {_sc_time(sc.ended_at_dt)}: {_end_text(sc)}"
+            text += f", ended {_sc_time(sc.ended_at_dt)}: {sc.end_text}"
         else:
             text += ", end not recorded"
         return [Evidence(0, text)]
@@ -681,7 +645,7 @@ class _Assessment:
                            "command itself printed nothing: it is still starting, or it died before its first "
                            "line (a kill, a crash before Python started).")
             if sc.finished:
-                explanation += f" The sidecar says the process {_end_text(sc)}."
+                explanation += f" The sidecar says the process {sc.end_text}."
             command = " ".join(sc.command) if sc.command else "the command"
             fix = (f"Run `{command}` in a terminal to see what it does before logging; if the sidecar records a "
                    "signal, look for its sender (`dmesg` for the OOM killer, the container's limits).")
@@ -740,7 +704,7 @@ class _Assessment:
         sc = self.sidecar
         title = f"The process died in phase {phase} without a traceback"
         if sc is not None and sc.signal is not None:
-            title = f"The process was killed by signal {sc.signal} ({_signame(sc.signal)}) in phase {phase}"
+            title = f"The process was killed by signal {sc.signal} ({sc.signal_name}) in phase {phase}"
         elif sc is not None and sc.exit_code is not None:
             title = f"The process exited with code {sc.exit_code} in phase {phase} without a traceback"
         explanation = (f"{s.name} is gone and the log ends in phase {phase} (line {run.last_line if run else 0}) "
@@ -761,7 +725,7 @@ class _Assessment:
                          "memory limit): check `dmesg -T | grep -i oom` (or `journalctl -k`) around "
                          f"{_sc_time(sc.ended_at_dt)}; give it more host memory or lower what it loads into RAM.")
         elif sc is not None and sc.signal is not None:
-            fixes.append(f"Something sent it {_signame(sc.signal)}: check who (a job scheduler, a timeout, a user).")
+            fixes.append(f"Something sent it {sc.signal_name}: check who (a job scheduler, a timeout, a user).")
         else:
             fixes.append("Check `dmesg -T | grep -i -e oom -e killed` for the OOM killer, and whether stderr went "
                          "somewhere else.")
@@ -780,7 +744,7 @@ class _Assessment:
         sc = self.sidecar
         if sc is None or not sc.finished:
             return None
-        return f"the sidecar says it {_end_text(sc)} at {_sc_time(sc.ended_at_dt)}"
+        return f"the sidecar says it {sc.end_text} at {_sc_time(sc.ended_at_dt)}"
 
 
 # — helpers ——————————————————————————————————————————————————————————————————————————
@@ -805,83 +769,24 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _epoch(dt: datetime | None) -> float | None:
-    return dt.timestamp() if dt is not None else None
-
-
-def _log_epoch(ts: str | None) -> float | None:
-    """A log timestamp (local naive time) as epoch seconds, read in the local timezone."""
-    dt = parse_timestamp(ts)
-    if dt is None:
-        return None
-    try:
-        return dt.timestamp()
-    except (OverflowError, OSError, ValueError):
-        return None
-
-
-def _iso(epoch: float | None) -> str | None:
-    if epoch is None:
-        return None
-    return datetime.fromtimestamp(epoch).astimezone().isoformat(timespec="seconds")
-
-
 def _sc_time(dt: datetime | None) -> str | None:
     """A sidecar time (UTC, microseconds) in the same local ISO form as every other fact."""
-    return _iso(_epoch(dt))
+    return iso(epoch(dt))
 
 
-def _age(now: float, epoch: float | None) -> float | None:
-    return None if epoch is None else round(now - epoch, 1)
-
-
-def duration(seconds: float) -> str:
-    """``95 s``, ``12 min``, ``3.5 h``, ``2.0 days``."""
-    s = abs(seconds)
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 7200:
-        return f"{s / 60:.0f} min"
-    if s < 172800:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} days"
-
-
-def _signame(num: int) -> str:
+def _live_servers(dialects: tuple[Dialect, ...], owners: set[int], limit: int = 5) -> list[dict[str, Any]]:
+    """The servers of ``dialects`` alive now (the root process of each tree), with where they
+    write: only those of the users in ``owners`` (this user, the log's owner), the ones that
+    can be this log's writer. Another server's processes (an SGLang server beside a vLLM log)
+    and other users' servers on a shared host are none of its business."""
     try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
-
-
-def _end_text(sc: Sidecar) -> str:
-    if sc.signal is not None:
-        text = f"was killed by signal {sc.signal} ({_signame(sc.signal)})"
-    elif sc.exit_code is not None:
-        text = f"exited with code {sc.exit_code}"
-    else:
-        text = "ended (how is not recorded)"
-    if sc.error:
-        text += f": {sc.error}"
-    return text
-
-
-def _live_servers(owners: set[int], limit: int = 5) -> list[dict[str, Any]]:
-    """Inference-server processes (of every dialect) alive now (root processes of each tree),
-    with where they write: only those of the users in ``owners`` (this user, the log's owner),
-    the ones that can be this log's writer; other users' servers on a shared host are none of
-    its business."""
-    try:
-        found = [p for d in DIALECTS.values() for p in find_processes(d.process_name)
-                 if d.server_command.search(p.command_line) and p.uid in owners]
+        roots = [p for d in dialects for p in server_processes(d.process_name, d.server_command, owners)]
     except OSError:
         return []
-    pids = {p.pid for p in found}
-    roots = [p for p in found if p.ppid not in pids]
     out = []
     for p in roots[:limit]:
-        start = _epoch(p.start_time)
-        d: dict[str, Any] = {"pid": p.pid, "started_at": _iso(start), "age_s": _age(time.time(), start),
+        start = epoch(p.start_time)
+        d: dict[str, Any] = {"pid": p.pid, "started_at": iso(start), "age_s": age(time.time(), start),
                              "command": p.command_line[:200]}
         targets = sorted({t for t, _ in std_streams(p.pid).values()})
         if targets:
@@ -890,5 +795,5 @@ def _live_servers(owners: set[int], limit: int = 5) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["Context", "Status", "STATES", "STATUS_IDS", "apply", "assess", "parse_since", "prepare",
+__all__ = ["Context", "Status", "STATES", "STATUS_IDS", "apply", "assess", "prepare",
            "status_json"]

@@ -20,10 +20,11 @@ import pytest
 from conftest import CHILD, wait_for
 
 from logforensics.analysis import Analyzer, Options, explain
+from logforensics.clock import parse_since
 from logforensics.launcher import launch, read_sidecar
 from logforensics.procinfo import process_info
 from logforensics.report import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
-from logforensics.staleness import STATUS_IDS, Status, apply, assess, parse_since, prepare
+from logforensics.staleness import STATUS_IDS, Status, apply, assess, prepare
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
 
@@ -524,25 +525,6 @@ def test_assess_is_usable_with_an_analyzer(tmp_path):
     json.dumps(d)
 
 
-@pytest.mark.parametrize(("text", "offset"), [("30s", 30), ("10m", 600), ("2h", 7200), ("1d", 86400),
-                                              ("1h30m", 5400), ("10 min ago", 600)])
-def test_parse_since_durations(text, offset):
-    now = 1_800_000_000.0
-    assert parse_since(text, now=now) == pytest.approx(now - offset)
-
-
-def test_parse_since_absolute():
-    assert parse_since("@1700000000") == 1_700_000_000
-    assert parse_since("2026-03-23T14:01:38+00:00") == datetime(2026, 3, 23, 14, 1, 38, tzinfo=UTC).timestamp()
-    assert parse_since("2026-03-23 14:01:38") == datetime(2026, 3, 23, 14, 1, 38).timestamp()  # local
-    now = time.time()
-    hhmm = datetime.fromtimestamp(now - 60).strftime("%H:%M")
-    assert now - 200 < parse_since(hhmm, now=now) <= now
-    for bad in ("", "soon", "10 fortnights", "@x"):
-        with pytest.raises(ValueError):
-            parse_since(bad)
-
-
 def test_live_pid_without_the_log_open_is_not_called_a_hang(tmp_path, spawn):
     p = spawn("sleep5")  # writes to /dev/null, not to the log
     assert wait_for(lambda: alive(p.pid))
@@ -580,7 +562,7 @@ def test_sidecar_is_ignored_when_the_log_was_written_after_its_server_ended(tmp_
 def test_only_servers_that_can_be_this_logs_are_named(tmp_path, monkeypatch):
     """On a shared host, another user's SGLang server cannot be this log's writer: an empty
     log's report names this user's servers, not theirs."""
-    from logforensics import staleness
+    from logforensics import procinfo
     from logforensics.procinfo import ProcessInfo
 
     def server(pid: int, uid: int) -> ProcessInfo:
@@ -588,7 +570,7 @@ def test_only_servers_that_can_be_this_logs_are_named(tmp_path, monkeypatch):
                            cmdline=["python", "-m", "sglang.launch_server", "--port", str(pid)])
 
     me, other = os.getuid(), os.getuid() + 4242
-    monkeypatch.setattr(staleness, "find_processes", lambda pattern: [server(111, other), server(222, me)])
+    monkeypatch.setattr(procinfo, "find_processes", lambda pattern: [server(111, other), server(222, me)])
     log = tmp_path / "server.log"
     log.write_bytes(b"")
     status = explain(log, options=Options(status=True)).status
@@ -604,3 +586,30 @@ def test_apply_returns_a_new_report_and_leaves_the_analysis_as_it_was(tmp_path):
     told = apply(report, status)
     assert told is not report and told.status is status and [f.id for f in told.findings] == ["log_empty"]
     assert report.status is None and report.findings == []
+
+
+def test_a_logs_server_processes_are_its_own_servers(tmp_path, monkeypatch):
+    """A vLLM log's status names live vLLM servers, never an SGLang server beside it (and the
+    other way round); an empty log, which names no server, lists both."""
+    from logforensics import procinfo
+    from logforensics.procinfo import ProcessInfo
+
+    me = os.getuid()
+    commands = {111: ["python", "-m", "sglang.launch_server", "--port", "30000"],
+                222: ["/usr/bin/python3", "/usr/local/bin/vllm", "serve", "/models/m", "--port", "8000"]}
+    procs = [ProcessInfo(pid=pid, alive=True, start_time=datetime.now(UTC), ppid=1, uid=me, cmdline=cmd)
+             for pid, cmd in commands.items()]
+    monkeypatch.setattr(procinfo, "find_processes",
+                        lambda name: [p for p in procs if name in " ".join(p.cmdline)])
+
+    def listed(lines: list[str]) -> list[int]:
+        log = tmp_path / "server.log"
+        log.write_text("".join(f"{line}\n" for line in lines))
+        os.utime(log, (time.time() - 3600, time.time() - 3600))
+        status = explain(log, options=Options(status=True)).status
+        return [s["pid"] for s in status.facts.get("live_servers", [])]
+
+    assert listed(["INFO 11-20 09:15:02 [api_server.py:1351] vLLM API server version 0.13.0",
+                   "INFO 11-20 09:15:03 [api_server.py:1352] args: Namespace(model='m')"]) == [222]
+    assert listed(["[2026-11-20 09:15:02] server_args=ServerArgs(model_path='m', tp_size=1)"]) == [111]
+    assert sorted(listed([])) == [111, 222]

@@ -11,8 +11,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from ..clock import duration
 from ..report import Report
-from ..staleness import Status, duration
+from ..staleness import Status
 
 STATE_STYLE = {"FRESH": "bold green", "STALE": "bold yellow", "EMPTY": "bold yellow",
                "SILENT": "bold red", "DEAD": "bold red"}
