@@ -173,3 +173,41 @@ def test_watch_until_ready_gates_a_vllm_start_up_from_a_pipe(name, code):
                           input=log, capture_output=True, timeout=120)
     assert done.returncode == code, done.stdout.decode()[-500:]
     assert (b"end READY" if code == 0 else b"vllm_c_extension_missing") in done.stdout
+
+
+def test_vllm_facts_name_the_capture_flag_as_the_release_spells_it_and_bound_the_release():
+    from logforensics.runs import Run
+
+    run = Run(index=1, first_line=1, dialect=VLLM)
+    run.server_version = "0.9.2"
+    assert run.flag_names() == {"cudagraph_capture_flag": "--max-seq-len-to-capture"}
+    run.server_version = "0.13.0"
+    assert run.flag_names() == {"cudagraph_capture_flag": "--max-cudagraph-capture-size"}
+    run.server_version = None
+    run.version_hints.add("<=0.10.2")  # a V0 memory report, no banner
+    assert run.flag_names() == {"cudagraph_capture_flag": "--max-seq-len-to-capture"}
+    assert VLLM.version_hints("memory_split", {"weights_gib": 5.2}) == {"<=0.10.2"}
+    assert VLLM.version_hints("kv_blocks", {"device": "GPU"}) == {"<=0.6.6.post1"}
+    assert VLLM.version_hints("kv_blocks", {"device": "cuda"}) == {"<=0.10.2"}
+
+
+def test_a_v0_log_without_a_banner_gets_the_capture_flag_of_its_release():
+    """A V0 memory report bounds the release (≤0.10), so the graph-capture OOM's fix names
+    the flag V0 releases had; a 0.13 log names the new one."""
+    v0 = [
+        "INFO 02-26 09:54:05 worker.py:267] model weights take 5.20GiB; non_torch_memory takes 0.03GiB; "
+        "PyTorch activation peak memory takes 1.42GiB; the rest of the memory reserved for KV Cache is 9.05GiB.",
+        "INFO 02-26 09:54:06 executor_base.py:111] # cuda blocks: 10591, # CPU blocks: 4681",
+        "INFO 02-26 09:54:09 model_runner.py:1115] Capturing cudagraphs for decoding.",
+        "ERROR 02-26 09:54:12 engine.py:366] CUDA out of memory. Tried to allocate 20.00 MiB.",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.10/dist-packages/vllm/worker/model_runner.py", line 1415, in capture_model',
+        "    graph_runner.capture(**capture_inputs)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of"
+        " 15.77 GiB of which 3.12 MiB is free.",
+    ]
+    fix = explain("\n".join(v0).encode() + b"\n").findings[0]
+    assert fix.id == "cuda_graph_capture_oom" and "--max-seq-len-to-capture" in fix.fix
+    v013 = ["INFO 06-19 11:30:25 [api_server.py:1351] vLLM API server version 0.13.0", *v0[2:]]
+    fix = explain("\n".join(v013).encode() + b"\n").findings[0]
+    assert fix.id == "cuda_graph_capture_oom" and "--max-cudagraph-capture-size" in fix.fix
