@@ -32,6 +32,7 @@ import re
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from packaging.version import Version
@@ -61,26 +62,26 @@ HOLE_CHARS = re.compile(r"[^0-9a-zA-Z_]+")
 MAX_TEXT = 300  # a condition's source text is cut here
 
 
-def versions_on_registry() -> list[str]:
-    out = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "sglang"],
+def versions_on_registry(package: str = "sglang", first: Version = FIRST) -> list[str]:
+    out = subprocess.run([sys.executable, "-m", "pip", "index", "versions", package],
                          capture_output=True, text=True, check=True).stdout
     listed = re.search(r"Available versions: (.*)", out)
     if not listed:
-        raise SystemExit("pip index versions sglang listed no versions")
+        raise SystemExit(f"pip index versions {package} listed no versions")
     found = [v.strip() for v in listed.group(1).split(",")]
-    return sorted((v for v in found if Version(v) >= FIRST), key=Version)
+    return sorted((v for v in found if Version(v) >= first), key=Version)
 
 
-def wheel_for(version: str, cache: Path) -> Path:
+def wheel_for(version: str, cache: Path, package: str = "sglang") -> Path:
     """The release's wheel, downloaded into ``cache`` unless it is there already."""
-    for path in cache.glob(f"sglang-{version}-*.whl"):
+    for path in cache.glob(f"{package}-{version}-*.whl"):
         return path
     cache.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", f"sglang=={version}", "--no-deps",
+    subprocess.run([sys.executable, "-m", "pip", "download", f"{package}=={version}", "--no-deps",
                     "--only-binary", ":all:", "-d", str(cache), "-q"], check=True)
-    for path in cache.glob(f"sglang-{version}-*.whl"):
+    for path in cache.glob(f"{package}-{version}-*.whl"):
         return path
-    raise SystemExit(f"no wheel for sglang {version} after download")
+    raise SystemExit(f"no wheel for {package} {version} after download")
 
 
 # — message templates ————————————————————————————————————————————————————————————————
@@ -316,6 +317,14 @@ class SiteFinder(ast.NodeVisitor):
                     self._add_parts(LOG_LEVELS[func.attr], "", parts, node, list(self.conditions))
         self.generic_visit(node)
 
+    def arg_fields(self, text: str, code: str) -> set[str]:
+        """The server arguments a site reads: ``server_args.X`` in its ``text`` (message,
+        conditions, source), and ``self.X`` in its ``code`` inside ServerArgs itself."""
+        args = set(ARG_ATTR.findall(text))
+        if self.file.endswith("server_args.py"):
+            args |= set(SELF_ATTR.findall(code))
+        return args
+
     def _add(self, kind: str, exc_type: str, message, node, conditions: list[str]) -> None:
         self._add_parts(kind, exc_type, template(message), node, conditions)
 
@@ -324,9 +333,7 @@ class SiteFinder(ast.NodeVisitor):
         texts = [p for p in parts if isinstance(p, str)] + conditions
         source = _src(node)
         joined = " ".join(texts + [source])
-        args = set(ARG_ATTR.findall(joined))
-        if self.file.endswith("server_args.py"):
-            args |= set(SELF_ATTR.findall(" ".join(conditions + [source])))
+        args = self.arg_fields(joined, " ".join(conditions + [source]))
         flags = set(FLAG.findall(" ".join(texts)))
         self.sites.append({
             "k": kind, "t": exc_type, "re": to_regex(parts), "f": self.file, "fn": function,
@@ -337,18 +344,21 @@ class SiteFinder(ast.NodeVisitor):
 
 
 def is_test(name: str) -> bool:
-    """SGLang's own tests ship in the wheel; what they raise is never a server's failure."""
+    """A server's own tests ship in the wheel; what they raise is never a server's failure."""
     parts = name.split("/")
     return any(p in ("test", "tests") for p in parts[:-1]) or parts[-1].startswith("test_")
 
 
-def sites_of_wheel(path: Path, parsed: dict[tuple[str, bytes], list[dict]]) -> list[dict]:
-    """Every site of one wheel. ``parsed`` remembers each (file, content hash) already
-    walked: most modules do not change between two releases."""
+def sites_of_wheel(path: Path, parsed: dict[tuple[str, bytes], list[dict]], package: str = "sglang",
+                   finder_for: Callable[[str, zipfile.ZipFile], SiteFinder] | None = None,
+                   skip: Callable[[str], bool] = is_test) -> list[dict]:
+    """Every site of one wheel (the modules under ``package/`` that ``skip`` keeps), each walked
+    by ``finder_for(file, wheel)`` (default: ``SiteFinder``). ``parsed`` remembers each
+    (file, content hash) already walked: most modules do not change between two releases."""
     out: list[dict] = []
     with zipfile.ZipFile(path) as wheel:
         for name in sorted(wheel.namelist()):
-            if not (name.startswith("sglang/") and name.endswith(".py")) or is_test(name):
+            if not (name.startswith(f"{package}/") and name.endswith(".py")) or skip(name):
                 continue
             data = wheel.read(name)
             key = (name, hashlib.sha1(data).digest())
@@ -357,7 +367,7 @@ def sites_of_wheel(path: Path, parsed: dict[tuple[str, bytes], list[dict]]) -> l
                     tree = ast.parse(data)
                 except (SyntaxError, ValueError):
                     tree = None
-                finder = SiteFinder(name)
+                finder = finder_for(name, wheel) if finder_for else SiteFinder(name)
                 if tree is not None:
                     finder.visit(tree)
                 parsed[key] = finder.sites
@@ -376,13 +386,17 @@ def ranges(indices: list[int], releases: list[str]) -> list[list[str]]:
     return [[releases[a], releases[b]] for a, b in out]
 
 
-def build(versions: list[str], cache: Path) -> dict:
+def build(versions: list[str], cache: Path, package: str = "sglang",
+          sites_of: Callable[[Path, dict], list[dict]] | None = None) -> dict:
+    """The index over ``versions`` of ``package`` (``sites_of(wheel, parsed)``: a wheel's sites,
+    default ``sites_of_wheel``)."""
     merged: dict[tuple, dict] = {}
     seen_in: dict[tuple, set[int]] = {}
     parsed: dict[tuple[str, bytes], list[dict]] = {}
     total = 0
     for index, version in enumerate(versions):
-        found = sites_of_wheel(wheel_for(version, cache), parsed)
+        wheel = wheel_for(version, cache, package)
+        found = sites_of(wheel, parsed) if sites_of else sites_of_wheel(wheel, parsed)
         total += len(found)
         for site in found:
             key = (site["k"], site["t"], site["re"], site["f"], site["fn"])
@@ -453,18 +467,21 @@ def main(argv: list[str] | None = None) -> int:
           f"-> {ns.defaults_out}", file=sys.stderr)
     if ns.defaults_only:
         return 0
-    data = build(versions, ns.cache)
-    ns.out.parent.mkdir(parents=True, exist_ok=True)
+    write(build(versions, ns.cache), ns.out)
+    return 0
+
+
+def write(data: dict, out: Path) -> None:
+    """``data`` as the gzipped JSON logx reads (byte-identical for identical input)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
     payload = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
-    with open(ns.out, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, compresslevel=9) as gz:
+    with open(out, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, compresslevel=9) as gz:
         gz.write(payload)
     cols = data["columns"]
     templates = set(zip(cols["t"], cols["re"], strict=True))
-    print(f"{len(versions)} releases, {data['site_count_all_releases']} sites in all, "
+    print(f"{len(data['releases'])} releases, {data['site_count_all_releases']} sites in all, "
           f"{len(cols['re'])} distinct sites, {len(templates)} unique templates, "
-          f"{ns.out.stat().st_size} bytes -> {ns.out}", file=sys.stderr)
-    return 0
-
+          f"{out.stat().st_size} bytes -> {out}", file=sys.stderr)
 
 if __name__ == "__main__":
     sys.exit(main())
