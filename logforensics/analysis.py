@@ -334,6 +334,7 @@ class Analyzer:
         self.events = EventStream(dialect)
         self.tracker = RunTracker(dialect)
         self.matcher = Matcher(self.catalog.for_dialect(dialect.name))
+        self._matchers = {dialect.name: self.matcher}  # a mixed file's other servers' own
         self._bulk = BulkStretch(dialect.stats)
         self._templates: dict[bytes, int] = {b"": BLANK}  # fast path: template -> category
         self._layouts: dict[bytes, tuple] = {}  # decode template -> where its figures are (serving.layout)
@@ -652,7 +653,14 @@ class Analyzer:
             if self.runs and self.runs[-1].first_line < self.start_line:
                 self.tracker._new_run(self.start_line)
         run = self.tracker.feed(event)
-        self.matcher.on_event(event, run)
+        self.matcher_for(run).on_event(event, run)
+
+    def matcher_for(self, run: Run) -> Matcher:
+        """The matcher of ``run``'s server: its catalog (a mixed file has one per server)."""
+        found = self._matchers.get(run.dialect.name)
+        if found is None:
+            found = self._matchers[run.dialect.name] = Matcher(self.catalog.for_dialect(run.dialect.name))
+        return found
 
     @property
     def runs(self) -> list[Run]:
@@ -661,7 +669,7 @@ class Analyzer:
     def findings(self, run: Run) -> list[Finding]:
         run.loaded_before = earlier_weight_loads(self.runs, run)
         facts = run_facts(run)
-        return serving_findings.findings(run, self.matcher.findings(run, facts), facts)
+        return serving_findings.findings(run, self.matcher_for(run).findings(run, facts), facts)
 
     def report(self, name: str, options: Options | None = None) -> Report:
         options = options or Options()

@@ -30,6 +30,7 @@ class Event:
     line: LogLine
     fields: dict[str, Any] = field(default_factory=dict)
     traceback: Traceback | None = None
+    dialect: str | None = None  # the server whose line this is, in a mixed file (None: the log's)
 
     @property
     def number(self) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from .dialects import DEFAULT, PHASE_RANK, PHASES, Dialect
+from .dialects import DEFAULT, DIALECTS, PHASE_RANK, PHASES, Dialect
 from .dialects.base import version_tuple
 from .events import Event
 from .lines import parse_timestamp
@@ -138,25 +138,40 @@ class Run:
 
 
 class RunTracker:
-    """Feeds events into runs; ``runs`` holds them in file order."""
+    """Feeds events into runs; ``runs`` holds them in file order. In a mixed file each
+    server's events (``Event.dialect``) go to that server's latest run: a run is one
+    server's launch."""
 
     def __init__(self, dialect: Dialect = DEFAULT) -> None:
         self.dialect = dialect
         self.runs: list[Run] = []
-        self._last_time: datetime | None = None
-        self._jumped = False  # the clock went backwards since the last run boundary
+        # per server (a mixed file's servers keep their own clocks): its latest time, and
+        # whether its clock went backwards since its last run boundary
+        self._last_time: dict[str, datetime] = {}
+        self._jumped: set[str] = set()
+        self._latest: dict[str, Run] = {}  # dialect name -> its latest run (a mixed file's)
+        self._last: Run | None = None  # the run of the latest event
         self.replaying = False  # feeding the fast path's representatives (counted already)
 
     @property
     def current(self) -> Run:
         if not self.runs:
-            self.runs.append(Run(index=1, first_line=1, dialect=self.dialect))
-        return self.runs[-1]
+            self._new_run(1)
+        return self._last or self.runs[-1]
 
-    def _new_run(self, line: int) -> Run:
-        run = Run(index=len(self.runs) + 1, first_line=line, dialect=self.dialect)
+    def _new_run(self, line: int, dialect: Dialect | None = None) -> Run:
+        run = Run(index=len(self.runs) + 1, first_line=line, dialect=dialect or self.dialect)
         self.runs.append(run)
+        self._latest[run.dialect.name] = self._last = run
         return run
+
+    def _run_of(self, event: Event) -> Run:
+        """The latest run of the event's server (a first run for a server new to the file)."""
+        if event.dialect is None or event.dialect == self.dialect.name:
+            if not self.runs:
+                return self._new_run(1)
+            return self._latest.get(self.dialect.name) or self._new_run(event.number)
+        return self._latest.get(event.dialect) or self._new_run(event.number, DIALECTS[event.dialect])
 
     def _starts_new_run(self, event: Event, run: Run) -> bool:
         """Whether ``event`` marks a new launch. A startup line is a relaunch when the run
@@ -164,41 +179,44 @@ class RunTracker:
         when the clock jumped backwards just before it (an older launch appended later). A
         backward jump alone does not split: pasted excerpts jump in time too."""
         kind = event.kind
-        if kind in self.dialect.launch_kinds:
+        if kind in run.dialect.launch_kinds:
             return run.args_line is not None or PHASE_RANK[run.phase] > PHASE_RANK["args"]
-        if kind in self.dialect.startup_kinds:
-            return (run.ready or self._jumped
+        if kind in run.dialect.startup_kinds:
+            return (run.ready or run.dialect.name in self._jumped
                     or (kind, event.line.stream) in run.startup_seen
                     or any(e.kind in ("shutdown", "kill_process_tree", "killed") for e in run.endings))
         return False
 
     def feed(self, event: Event) -> Run:
         """Attribute ``event`` to a run (starting a new one when it marks a launch)."""
-        run = self.current
+        run = self._run_of(event)
         number = event.line.number
         ts = event.line.ts
         t = parse_timestamp(ts) if ts else None
-        if t is not None and self._last_time is not None and t < self._last_time - BACKWARD_JUMP:
-            self._jumped = True
+        server = run.dialect.name
+        last = self._last_time.get(server)
+        if t is not None and last is not None and t < last - BACKWARD_JUMP:
+            self._jumped.add(server)
         if run.first_line and self._starts_new_run(event, run) and number > run.first_line:
-            run = self._new_run(number)
-            self._jumped = False
+            run = self._new_run(number, run.dialect)
+            self._jumped.discard(server)
         if ts:
             if t is not None:
-                self._last_time = t
+                self._last_time[server] = t
             if run.started_at is None:
                 run.started_at = ts
             run.ended_at = ts
-        if event.kind in self.dialect.startup_kinds:
+        if event.kind in run.dialect.startup_kinds:
             run.startup_seen.add((event.kind, event.line.stream))
         run.last_line = max(run.last_line, event.line.number if event.line.number > 0 else 0)
         self._record(run, event)
+        self._latest[run.dialect.name] = self._last = run
         return run
 
     def _record(self, run: Run, event: Event) -> None:
         kind = event.kind
         f = event.fields
-        dialect = self.dialect
+        dialect = run.dialect
         phase = dialect.event_phase.get(kind)
         if phase:
             run.reach(phase, event.number)

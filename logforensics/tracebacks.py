@@ -298,16 +298,18 @@ class TracebackAssembler:
         """Whether a traceback is being read (then every line matters)."""
         return bool(self._open)
 
-    def feed(self, line: LogLine, kind: str) -> tuple[bool, list[Traceback]]:
+    def feed(self, line: LogLine, kind: str, repeated_prefix: bool | None = None) -> tuple[bool, list[Traceback]]:
         """Process one line. Returns ``(consumed, completed)``: whether the line became part
-        of a traceback, and the tracebacks known complete after it."""
+        of a traceback, and the tracebacks known complete after it. ``repeated_prefix``: this
+        line's server repeats its prefix (a mixed file's other server; None: the assembler's)."""
         done: list[Traceback] = []
+        repeated = self._repeated_prefix if repeated_prefix is None else repeated_prefix
         self._last_cut = line.truncated or not line.eol
         msg = line.message
         if is_record_start(line):
             stream = line.stream
             open_here = self._open.get(stream)
-            if (self._repeated_prefix and open_here is not None and line.ts == open_here.tb.ts
+            if (repeated and open_here is not None and line.ts == open_here.tb.ts
                     and self._continue(open_here, line, kind)):
                 open_here.keep(line)
                 return True, done

@@ -180,7 +180,7 @@ class Watcher:
                     self.renderer.new_run(run, self.last_ts)
             self._runs_seen = len(runs)
         run = runs[-1]
-        hits = len(self.analyzer.matcher.hits.get(run.index, ()))
+        hits = len(self.analyzer.matcher_for(run).hits.get(run.index, ()))
         if interesting:
             phase = run.phase
             self._check_phases(run, events)
@@ -218,10 +218,10 @@ class Watcher:
         self._phase_rank[run.index] = best
 
     def _check_findings(self, run: Run, pending: list[Traceback] | None = None) -> None:
-        self._hits_seen[run.index] = len(self.analyzer.matcher.hits.get(run.index, ()))
+        self._hits_seen[run.index] = len(self.analyzer.matcher_for(run).hits.get(run.index, ()))
         if pending:
             scratch = Matcher(self.catalog)
-            scratch.hits = {run.index: list(self.analyzer.matcher.hits.get(run.index, ()))}
+            scratch.hits = {run.index: list(self.analyzer.matcher_for(run).hits.get(run.index, ()))}
             self._pending_tracebacks = list(pending)
             for tb in pending:
                 self._pending_hits.extend(scratch.on_traceback(tb, run))
@@ -236,7 +236,7 @@ class Watcher:
         last idle flush (matched on a throwaway ``Matcher`` seeded with the run's hits)."""
         if self._pending_hits and run is self.run:
             scratch = Matcher(self.catalog)
-            scratch.hits = {run.index: list(self.analyzer.matcher.hits.get(run.index, ()))
+            scratch.hits = {run.index: list(self.analyzer.matcher_for(run).hits.get(run.index, ()))
                             + self._pending_hits}
             # the facts as explain's would be once the open traceback is part of the run
             seen = copy.copy(run)

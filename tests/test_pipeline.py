@@ -7,14 +7,18 @@ from __future__ import annotations
 import io
 import sys
 import types
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from logforensics.analysis import Options, explain
 from logforensics.events import Event
 from logforensics.pipeline import EventStream, parse, raw_lines, traceback_event
 from logforensics.sources import RawLine, iter_bytes, iter_stream, split_chunks
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 LOG = (
     b"[2026-03-23 14:01:30] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=2)\n"
@@ -215,3 +219,28 @@ def test_every_line_is_reported_exactly_once(data):
 def test_truncated_and_unterminated_flags_reach_the_events(max_line):
     events = list(parse(iter_bytes(b"[2026-03-23 14:01:38 TP0] Load weight begin. avail mem=78.50 GB\nlast", max_line)))
     assert [(e.line.truncated, e.line.eol) for e in events] == [(max_line == 10, True), (False, False)]
+
+
+
+@pytest.mark.parametrize("shape", ["one_after_the_other", "interleaved"])
+def test_a_mixed_file_keeps_each_lines_dialect(shape):
+    """A journal holding an SGLang server's healthy start-up and a vLLM server's failure (one
+    after the other, or interleaved line by line) reads each line with its own server's prefix
+    and events: two runs, one per server, and the vLLM run gets the diagnosis its log alone gets."""
+    sglang = (FIXTURES / "none__healthy_tp1.log").read_text().splitlines()
+    vllm_log = FIXTURES / "vllm" / "max_model_len_exceeds_kv_capacity__v1_013_qwen3_32b.log"
+    vllm = vllm_log.read_text().splitlines()
+    if shape == "interleaved":
+        lines = [x for pair in zip(sglang, vllm, strict=False) for x in pair]
+        lines += sglang[len(vllm):] + vllm[len(sglang):]
+    else:
+        lines = sglang + vllm
+    data = ("\n".join(lines) + "\n").encode()
+    runs = {r.dialect.name: r for r in explain(data).runs}
+    assert sorted(runs) == ["sglang", "vllm"]
+    assert runs["sglang"].ready and runs["sglang"].args.get("model_path") == "Qwen/Qwen3-8B"
+    assert runs["vllm"].server_version == "0.13.0" and runs["vllm"].args.get("max_model_len") == 131072
+    vllm_report = explain(data, options=Options(run_index=runs["vllm"].index))
+    assert vllm_report.findings[0].id == explain(vllm_log).findings[0].id == "max_model_len_exceeds_kv_capacity"
+    sglang_report = explain(data, options=Options(run_index=runs["sglang"].index))
+    assert not any(f.is_problem for f in sglang_report.findings)

@@ -26,7 +26,7 @@ DIALECT = Dialect(
     prefix=PREFIX,
     rules=RULES,
     markers=(
-        re.compile(r"sglang\.launch_server|sglang serve\b|server_args=ServerArgs\(|sglang[/.]srt[/.]"
+        re.compile(r"sglang\.launch_server|sglang serve\b|server_args=(?:ServerArgs\(|\{'model_path')|sglang[/.]srt[/.]"
                    r"|sglang version: |The server is fired up and ready to roll"),
     ),
     event_phase={
