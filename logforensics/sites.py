@@ -209,6 +209,8 @@ class SiteIndex:
         message. ``cut``: the message may end early (it is also cut when it ends in ``...``)."""
         short = exc_type.rsplit(".", 1)[-1] if exc_type else None
         text = message.strip()
+        if short == "KeyError" and len(text) > 1 and text[0] in "'\"" and text[-1] == text[0]:
+            text = text[1:-1]  # str(KeyError(msg)) is repr(msg): the site's template has no quotes
         for tail in _CUT:
             if text.endswith(tail):
                 text, cut = text[: -len(tail)], True
@@ -331,7 +333,11 @@ def match_traceback(tb: Traceback, data: SiteData | None = None) -> SiteMatch | 
     """The site of server ``data`` (the default dialect's when None) that raised ``tb``'s final
     exception, from its type, message and raising frame."""
     frame = tb.raising_frame
-    return site_index(data).lookup(tb.exc_type, tb.message, file=frame.file if frame else None,
+    index = site_index(data)
+    if frame is not None and frame.file and "/" in frame.file \
+            and not _package_path(frame.file, index.data.package):
+        return None  # raised in another package (torch, transformers, json): no site of this server raised it
+    return index.lookup(tb.exc_type, tb.message, file=frame.file if frame else None,
                                function=frame.function if frame else None,
                                source=frame.source if frame else None,
                                cut=tb.message_truncated or tb.ends_input)
