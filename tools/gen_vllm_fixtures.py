@@ -21,7 +21,11 @@ with random weights: that gives the healthy start-up and the serving log (``--cp
 GPU-only failures (KV-cache sizing, CUDA-graph capture, OOMs) cannot be captured here; their
 fixtures are written by hand from the templates in vLLM's source (``shared/reference``).
 
-Each scenario writes ``fixtures/vllm/<root_cause>__<shape>.log``. The machine's paths are
+Each scenario writes ``fixtures/vllm/<root_cause>__<shape>.log``. ``--generated`` runs the
+labelled failures instead (``GENERATED``: checks no catalog pattern was written from, each with
+the root cause a person would name and the text of its key line) into
+``fixtures/generated/vllm-<release>/`` with a ``labels.jsonl``: a corpus that
+``tests/test_generated_corpus.py`` scores, like SGLang's. The machine's paths are
 replaced by a deployment's (``/usr/local/lib/python3.11/site-packages``, ``/models/tiny``), and
 ``cut`` keeps only the last lines, the way a person pastes ``tail -5``. Nothing else is edited:
 what vLLM printed is what the fixture holds.
@@ -78,6 +82,9 @@ class Scenario:
     serve: bool = False  # start, send requests, wait for metrics, then stop with SIGINT
     hold_port: bool = False  # bind the port first, as another server would
     timeout: float = 600
+    root_cause: str = ""  # GENERATED only: the label
+    key: str = ""  # GENERATED only: the key line is the last line that holds this text
+    files: dict = field(default_factory=dict)  # extra files in the model folder (name -> text)
 
 
 SCENARIOS = [
@@ -104,6 +111,8 @@ SCENARIOS = [
                      "auto_map": {"AutoConfig": "configuration_tiny.TinyConfig",
                                   "AutoModelForCausalLM": "modeling_tiny.TinyForCausalLM"}}),
     Scenario("quantization_method_mismatch__awq_flag_unquantized", ["--quantization", "awq"]),
+    Scenario("model_config_invalid__config_json_not_json", files={"config.json": '{"architectures": ["Qwen2'}),
+    Scenario("tokenizer_load_failed__corrupt_tokenizer_json", files={"tokenizer.json": "{not json"}),
     Scenario("vllm_c_extension_missing__cuda_wheel_on_cpu"),
     Scenario("init_failed_see_above__cuda_wheel_on_cpu_tail5", cut=5),  # only the wrapper is left
     Scenario("no_cuda_device__failed_to_infer_device", env={"VLLM_TARGET_DEVICE": None}),
@@ -123,6 +132,57 @@ SCENARIOS = [
                                            "--gpu-memory-utilization", "0.2", "--enforce-eager"],
              cpu=True, weights=True, chat_template=True, serve=True, until_before="[shutdown]",
              env={"VLLM_LOG_STATS_INTERVAL": "1"}),
+]
+
+
+def gen(name: str, root_cause: str, key: str, args: list[str] | None = None, **kw) -> Scenario:
+    return Scenario(name, args or [], root_cause=root_cause, key=key, **kw)
+
+
+# Failures of the argument, config, model-folder and tokenizer checks that vLLM runs before it
+# needs a GPU, none of which a catalog pattern was written from (the key: text of the line a
+# person reads as the cause).
+GENERATED = [
+    gen("argparse_bad_dtype", "argparse_error", "error: argument --dtype", ["--dtype", "float7"]),
+    gen("argparse_bad_int", "argparse_error", "error: argument", ["--max-num-seqs", "many"]),
+    gen("argparse_removed_task", "argparse_error", "error: ", ["--task", "generate"]),
+    gen("argparse_bad_json_config", "argparse_error", "error: argument", ["--speculative-config", "{method: ngram"]),
+    gen("tokenizer_mode_unknown", "server_args_invalid", "No tokenizer registered", ["--tokenizer-mode", "fastest"]),
+    gen("gpu_memory_utilization_zero", "server_args_invalid", "Input should be", ["--gpu-memory-utilization", "0"]),
+    gen("max_num_seqs_zero", "server_args_invalid", "Input should be", ["--max-num-seqs", "0"]),
+    gen("cpu_offload_negative", "server_args_invalid", "Input should be", ["--cpu-offload-gb", "-4"]),
+    gen("batched_tokens_below_model_len", "server_args_invalid", "max_num_batched_tokens",
+        ["--no-enable-chunked-prefill", "--max-num-batched-tokens", "256", "--max-model-len", "1024"]),
+    gen("lora_rank_not_allowed", "argparse_error", "error: argument --max-lora-rank",
+        ["--enable-lora", "--max-lora-rank", "7"]),
+    gen("lora_max_loras_zero", "server_args_invalid", "Input should be", ["--enable-lora", "--max-loras", "0"]),
+    gen("speculative_ngram_no_tokens", "server_args_invalid", "num_speculative_tokens",
+        ["--speculative-config", '{"method": "ngram"}']),
+    gen("speculative_unknown_method", "server_args_invalid", "Input should be",
+        ["--speculative-config", '{"method": "oracle", "num_speculative_tokens": 2}']),
+    gen("auto_tool_choice_without_parser", "server_args_invalid", "tool-call-parser",
+        ["--enable-auto-tool-choice"]),
+    gen("unknown_reasoning_parser", "server_args_invalid", "not found. Available parsers",
+        ["--reasoning-parser", "deep_thinker"]),
+    gen("unknown_tool_parser", "server_args_invalid", "tool",
+        ["--enable-auto-tool-choice", "--tool-call-parser", "zz"]),
+    gen("quantization_unknown_method", "server_args_invalid", "quantization", ["--quantization", "awq9"]),
+    gen("max_model_len_unreadable", "argparse_error", "error: argument", ["--max-model-len", "lots"]),
+    gen("tp_five_four_heads", "tp_not_divisor_of_heads", "divisible", ["--tensor-parallel-size", "5"]),
+    gen("config_json_corrupt", "model_config_invalid", "Error", files={"config.json": '{"architectures": ["Qwen2'}),
+    gen("config_unknown_dtype", "model_config_invalid", "no attribute 'float99'", config={"torch_dtype": "float99"}),
+    gen("tokenizer_json_corrupt", "tokenizer_load_failed", "Error", files={"tokenizer.json": "{not json"}),
+    gen("tokenizer_path_missing", "tokenizer_load_failed", "tokenizer", ["--tokenizer", "/models/no-tokenizer"]),
+    gen("hf_overrides_bad_json", "server_args_invalid", "Input should be a valid dictionary",
+        ["--hf-overrides", "{rope: 1"]),
+    gen("generation_config_missing", "model_path_not_found", "Invalid repository ID",
+        ["--generation-config", "/models/nowhere"]),
+    gen("max_model_len_above_derived_tail5", "context_length_exceeds_model", "max_model_len",
+        ["--max-model-len", "100000"], cut=5),
+    gen("tokenizer_mode_unknown_tail5", "server_args_invalid", "No tokenizer registered",
+        ["--tokenizer-mode", "fastest"], cut=5),
+    gen("gpu_memory_utilization_zero_tail5", "server_args_invalid", "Input should be",
+        ["--gpu-memory-utilization", "0"], cut=5),
 ]
 
 
@@ -147,6 +207,8 @@ def make_model(folder: Path, s: Scenario) -> None:
     (folder / "config.json").write_text(json.dumps(config, indent=1))
     if s.weights:
         write_weights(folder, config)
+    for name, text in s.files.items():
+        (folder / name).write_text(text)
 
 
 def write_weights(folder: Path, c: dict) -> None:
@@ -261,18 +323,36 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", help="scenario names (default: all that this vLLM can run)")
     ap.add_argument("--cpu", action="store_true", help="this vLLM is a CPU build: run the cpu scenarios")
+    ap.add_argument("--generated", action="store_true",
+                    help="run the labelled GENERATED failures into fixtures/generated/vllm-<release>/")
+    ap.add_argument("--relabel", action="store_true",
+                    help="with --generated: label the logs already captured, without running vLLM")
     ap.add_argument("--list", action="store_true")
     opts = ap.parse_args()
     vllm = os.environ.get("VLLM") or shutil.which("vllm")
     if not vllm:
         print("set VLLM to the vllm executable of a venv that has it", file=sys.stderr)
         return 2
-    todo = [s for s in SCENARIOS if (s.name in opts.names if opts.names else s.cpu == opts.cpu)]
+    scenarios = GENERATED if opts.generated else SCENARIOS
+    todo = [s for s in scenarios if (s.name in opts.names if opts.names else s.cpu == opts.cpu)]
     if opts.list:
         print("\n".join(s.name for s in todo))
         return 0
-    OUT.mkdir(parents=True, exist_ok=True)
+    out = OUT
+    if opts.generated:
+        from importlib.metadata import version
+
+        release = version("vllm")
+        out = REPO / "fixtures" / "generated" / f"vllm-{release}"
+    out.mkdir(parents=True, exist_ok=True)
+    labels = {}
+    if opts.generated and (out / "labels.jsonl").is_file():
+        labels = {d["id"]: d for d in map(json.loads, (out / "labels.jsonl").read_text().splitlines())}
     for s in todo:
+        if opts.relabel:
+            if (out / f"{s.name}.log").is_file():
+                labels[s.name] = label(s, (out / f"{s.name}.log").read_text().splitlines(keepends=True), release)
+            continue
         with tempfile.TemporaryDirectory(prefix="vllmfix-") as tmp:
             print(f"{s.name} …", file=sys.stderr)
             text = run(s, vllm, Path(tmp))
@@ -285,9 +365,25 @@ def main() -> int:
             lines = lines[:end]
         if s.cut:
             lines = lines[-s.cut:]
-        (OUT / f"{s.name}.log").write_text("".join(lines))
+        (out / f"{s.name}.log").write_text("".join(lines))
         print(f"  {len(lines)} lines", file=sys.stderr)
+        if opts.generated:
+            labels[s.name] = label(s, lines, release)
+    if opts.generated:
+        labels = {k: v for k, v in labels.items() if k in {s.name for s in GENERATED}}
+        (out / "labels.jsonl").write_text("".join(json.dumps(labels[k]) + "\n" for k in sorted(labels)))
     return 0
+
+
+def label(s: Scenario, lines: list[str], release: str) -> dict:
+    """The scenario's label: its root cause and key line (the last line holding ``s.key``)."""
+    key = next((t.rstrip("\r\n") for t in reversed(lines) if s.key in t), "")
+    if not key:
+        print(f"  no line holds {s.key!r}: labelled without a key line", file=sys.stderr)
+    shown = " ".join(s.args) + (f" (config {s.config})" if s.config else "") + \
+        (f" (files {sorted(s.files)})" if s.files else "") + (f", tail -{s.cut}" if s.cut else "")
+    return {"id": s.name, "server": "vllm", "version": release, "root_cause": s.root_cause, "key_line": key,
+            "summary": f"generated: vllm serve {shown or '(defaults)'} on a tiny model folder"}
 
 
 if __name__ == "__main__":
