@@ -244,3 +244,52 @@ def test_the_index_tool_reads_literal_serverargs_defaults(tmp_path):
                            f"    mamba_full_memory_ratio: float = {ratio}\n    chunked_prefill_size: int = compute()\n")
     data = build_defaults(["0.9.0", "0.9.1"], tmp_path)
     assert data == {"releases": ["0.9.0", "0.9.1"], "changes": {"mamba_full_memory_ratio": [["0.9.1", 0.2, 0.9]]}}
+
+
+def test_the_vllm_index_covers_its_releases_and_finds_a_config_check_nobody_wrote_a_pattern_for():
+    """vLLM's index (tools/index_vllm.py) spans 0.6.6 to 0.33 in a small file; a rendered
+    argument check of vLLM's is found at its site in a vLLM log and named by its category."""
+    from logforensics.dialects import DIALECTS
+
+    data = DIALECTS["vllm"].sites
+    index = site_index(data)
+    assert index.releases[0] == "0.6.6.post1" and index.releases[-1] == "0.33.0" and len(index) > 10_000
+    size = (Path(__file__).resolve().parent.parent / "logforensics" / "data" / data.index).stat().st_size
+    assert size < 1_500_000
+    lines = [
+        "(APIServer pid=7) INFO 12-02 01:20:11 [startup.py:96] non-default args: {'model': '/models/m'}",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.11/site-packages/vllm/reasoning/abs_reasoning_parsers.py", line 256,'
+        " in get_reasoning_parser",
+        "    raise KeyError(",
+        "KeyError: \"Reasoning parser 'thinker' not found. Available parsers: deepseek_r1, qwen3\"",
+    ]
+    finding = explain(log_bytes(*lines)).findings[0]
+    assert finding.id == "server_args_invalid" and "vLLM 0." in finding.explanation
+    assert finding.facts["site"]["file"] == "vllm/reasoning/abs_reasoning_parsers.py"
+
+
+@pytest.mark.skipif(not REFERENCE.is_file(), reason="shared reference not beside the checkout")
+def test_every_vllm_category_is_a_known_root_cause():
+    """A vLLM category names a reference root cause or one of the vLLM catalog's own ids."""
+    from logforensics.catalog import load_catalog
+    from logforensics.dialects import DIALECTS
+
+    ids = set(re.findall(r"^- `([a-z0-9_]+)`", (REFERENCE.parent / "root-causes.md").read_text(), re.M))
+    ids |= {p.id for p in load_catalog().for_dialect("vllm").patterns}
+    assert {c.id for c in categories(DIALECTS["vllm"].sites)} - ids == set()
+
+
+def test_a_traceback_raised_in_another_package_is_no_site_of_the_server():
+    """torch's module ``__getattr__`` raising "module 'torch' has no attribute …" is not the
+    server's own ``__getattr__`` site of the same wording."""
+    lines = ["INFO 11-20 09:15:02 [api_server.py:1351] vLLM API server version 0.13.0",
+             "Traceback (most recent call last):",
+             '  File "/usr/local/lib/python3.11/site-packages/torch/__init__.py", line 2681, in __getattr__',
+             '    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
+             "AttributeError: module 'torch' has no attribute 'float99'"]
+    from logforensics.dialects import DIALECTS
+
+    report = explain(log_bytes(*lines), catalog=make_catalog())
+    assert [f.id for f in report.findings] == ["unclassified_exception"]
+    assert match_traceback(report.findings[0].traceback, DIALECTS["vllm"].sites) is None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from ...lines import ServerPrefix
-from ..base import Dialect, LaunchArgs, StatsMarks, bundled_dir, load_facts
+from ..base import Dialect, LaunchArgs, SiteData, StatsMarks, bundled_dir, load_facts
 from .events import RULES
 from .memory import CONDITIONS, memory_facts
 
@@ -39,7 +39,7 @@ DIALECT = Dialect(
                    r"\bvllm\.entrypoints\.openai\.api_server\b|vLLM server version |\u2588\s+version\s+\d+\.\d+|"
                    r"\bgpu_memory_utilization\b|GPU memory utilization|Error initializing vLLM engine|vLLM config: |"
                    r"^\s*Value error, |^usage: vllm \[|^vllm(?: serve)?: error: |site-packages/vllm/(?:v1|engine"
-                   r"|worker|entrypoints|executor)/"),
+                   r"|worker|entrypoints|executor|tokenizers|transformers_utils|reasoning|tool_parsers|renderers)/"),
     ),
     event_phase={
         "server_version": "launch", "server_args": "args", "max_model_len": "args",
@@ -103,4 +103,7 @@ DIALECT = Dialect(
     # the multiprocessing executor's multi-node launch (--nnodes/--node-rank/--master-addr, 0.11+);
     # "non-default args" leaves out node_rank 0 and the default port
     launch_args=LaunchArgs("nnodes", "node_rank", ("master_addr", "master_port"), "tensor_parallel_size"),
+    # vLLM's raise/assert/log sites over its wheels 0.6.6.post1-0.33.0 (tools/index_vllm.py)
+    sites=SiteData(index="vllm_sites.json.gz", categories="vllm_site_categories.toml", package="vllm",
+                   core="vllm/"),
 )
