@@ -9,7 +9,8 @@ these logs carry the exact messages and tracebacks of the release installed besi
 Each case launches ``python -m sglang.launch_server`` on a tiny model folder made here (or a
 broken copy of it), with ``HF_HUB_OFFLINE=1``, and keeps what the launch printed. OUT_DIR gets
 ``<case>.log`` per case and a ``labels.jsonl`` in the field corpus's format, so that
-``python bench/accuracy.py OUT_DIR`` scores logx on them.
+``python bench/accuracy.py OUT_DIR`` scores logx on them; ``OUT_DIR-cut`` gets each log as
+users paste it (``<case>__tail5``, ``__headless``, ``__cut80``: see ``cut_variants``).
 
 Nothing here is downloaded at run time and nothing runs on a GPU.
 """
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,23 +36,87 @@ CONFIG = {
     "tie_word_embeddings": True, "eos_token_id": 251, "bos_token_id": 251,
 }
 
-# (case, root cause logx should name, how the model folder is broken or None, extra flags)
+# (case, root cause logx should name, how the model folder is broken or None, extra flags).
 CASES = [
+    # the command line parser
     ("argparse_invalid_choice", "argparse_error", None, ["--attention-backend", "no_such_backend"]),
     ("argparse_unknown_flag", "argparse_error", None, ["--no-such-flag", "1"]),
     ("argparse_bad_int", "argparse_error", None, ["--tp-size", "two"]),
+    ("port_not_integer", "argparse_error", None, ["--port", "http"]),
+    ("argparse_bad_float", "argparse_error", None, ["--mem-fraction-static", "most"]),
+    ("argparse_dtype_choice", "argparse_error", None, ["--dtype", "float7"]),
+    ("argparse_quantization_choice", "argparse_error", None, ["--quantization", "int3"]),
+    ("argparse_removed_flag", "argparse_error", None, ["--disable-piecewise-cuda-graph"]),
+    ("argparse_ambiguous_abbrev", "argparse_error", None, ["--cuda-graph-max-bs", "8"]),
+    ("argparse_missing_value", "argparse_error", None, ["--context-length"]),
+    # the model folder and its config.json
     ("model_path_missing", "model_path_not_found", "missing", []),
     ("config_json_corrupt", "model_config_invalid", "corrupt_config", []),
+    ("config_json_missing", "model_config_invalid", "no_config", []),
+    ("config_json_empty", "model_config_invalid", "empty_config", []),
+    ("config_json_not_object", "model_config_invalid", "list_config", []),
     ("unknown_architecture", "unsupported_architecture", "unknown_arch", []),
     ("unknown_model_type", "unknown_model_type_transformers", "unknown_model_type", []),
+    ("remote_code_model_type", "trust_remote_code_required", "remote_code", []),
+    ("config_no_model_type", "model_config_invalid", "no_model_type", []),
+    ("config_rope_scaling_invalid", "model_config_invalid", "bad_rope_scaling", []),
+    ("config_quant_method_unknown", "model_config_invalid", "unknown_quant_method", []),
+    ("quantization_mismatch_awq_on_gptq", "quantization_method_mismatch", "gptq_checkpoint",
+     ["--quantization", "awq"]),
+    ("context_length_over_model", "context_length_exceeds_model", None, ["--context-length", "100000"]),
+    ("json_model_override_args_invalid", "server_args_invalid", None, ["--json-model-override-args", "{bad"]),
+    # the tokenizer
     ("tokenizer_json_corrupt", "tokenizer_load_failed", "corrupt_tokenizer", []),
+    ("tokenizer_path_missing", "model_path_not_found", None, ["--tokenizer-path", "/models/no_tokenizer_here"]),
+    ("chat_template_missing_file", "server_args_invalid", None, ["--chat-template", "/models/none.jinja"]),
+    # argument checks: parallel topology, caches, speculative decoding, LoRA, ports, devices
     ("dp_attention_dp_exceeds_tp", "server_args_invalid", None,
      ["--enable-dp-attention", "--tp-size", "2", "--dp-size", "4"]),
     ("chunked_prefill_not_page_multiple", "server_args_chunked_prefill_page_size", None,
      ["--page-size", "64", "--chunked-prefill-size", "1000"]),
-    ("context_length_over_model", "context_length_exceeds_model", None, ["--context-length", "100000"]),
-    ("port_not_integer", "argparse_error", None, ["--port", "http"]),
+    ("nnodes_without_dist_init_addr", "server_args_invalid", None, ["--nnodes", "2"]),
+    ("node_rank_out_of_range", "server_args_invalid", None,
+     ["--nnodes", "2", "--node-rank", "5", "--dist-init-addr", "127.0.0.1:29999"]),
+    # accepted: six ranks start and load (still starting when the timeout stops it): no failure
+    ("tp3_pp2_still_starting", "none", None, ["--tp-size", "3", "--pp-size", "2"]),
+    ("speculative_draft_missing", "model_path_not_found", None,
+     ["--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", "/models/no_draft_here"]),
+    ("speculative_ngram_with_dp_attention", "server_args_invalid", None,
+     ["--speculative-algorithm", "NGRAM", "--enable-dp-attention", "--dp-size", "2", "--tp-size", "2"]),
+    ("mamba_extra_buffer_on_dense_model", "server_args_invalid", None,
+     ["--mamba-radix-cache-strategy", "extra_buffer"]),
+    ("lora_enabled_without_rank", "server_args_invalid", None, ["--enable-lora"]),
+    # accepted: the launch goes on to build the model, whose rotary embedding on a CPU needs vLLM's ops
+    ("rotary_embedding_needs_vllm_ops", "missing_optional_dependency", None, ["--mem-fraction-static", "1.5"]),
+    ("page_size_zero", "server_args_invalid", None, ["--page-size", "0"]),
+    ("disaggregation_backend_choice", "argparse_error", None,
+     ["--disaggregation-mode", "prefill", "--disaggregation-transfer-backend", "none"]),
+    ("hicache_with_radix_disabled", "server_args_invalid", None,
+     ["--enable-hierarchical-cache", "--disable-radix-cache"]),
+    ("config_file_missing", "server_args_invalid", None, ["--config", "/models/no_such_config.yaml"]),
+    ("device_cuda_without_gpu", "no_cuda_device", None, ["--device", "cuda"]),
 ]
+
+
+# config.json edits per broken folder (None: the key is removed)
+CONFIG_EDITS: dict[str, dict] = {
+    "unknown_arch": {"architectures": ["FrobnicatorForCausalLM"]},
+    "unknown_model_type": {"model_type": "frobnicator", "architectures": ["FrobnicatorForCausalLM"]},
+    "remote_code": {"model_type": "frobnicator", "architectures": ["FrobnicatorForCausalLM"],
+                    "auto_map": {"AutoConfig": "configuration_frobnicator.FrobnicatorConfig",
+                                 "AutoModelForCausalLM": "modeling_frobnicator.FrobnicatorForCausalLM"}},
+    "no_model_type": {"model_type": None},
+    "bad_rope_scaling": {"rope_scaling": {"rope_type": "frobnicated", "factor": 2.0}},
+    "unknown_quant_method": {"quantization_config": {"quant_method": "frobquant", "bits": 3}},
+    "gptq_checkpoint": {"quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128,
+                                                "desc_act": False, "sym": True}},
+}
+# config.json's whole text per broken folder (from the valid config's JSON text)
+CONFIG_TEXT = {
+    "corrupt_config": lambda text: text[: len(text) // 2],
+    "empty_config": lambda text: "",
+    "list_config": lambda text: "[" + text + "]",
+}
 
 
 def model_folder(root: Path, broken: str | None) -> Path:
@@ -60,13 +126,14 @@ def model_folder(root: Path, broken: str | None) -> Path:
         return folder  # never created
     folder.mkdir(parents=True, exist_ok=True)
     config = dict(CONFIG)
-    if broken == "unknown_arch":
-        config["architectures"] = ["FrobnicatorForCausalLM"]
-    if broken == "unknown_model_type":
-        config["model_type"] = "frobnicator"
-        config["architectures"] = ["FrobnicatorForCausalLM"]
+    for key, value in CONFIG_EDITS.get(broken or "", {}).items():
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value
     text = json.dumps(config)
-    (folder / "config.json").write_text(text[: len(text) // 2] if broken == "corrupt_config" else text)
+    if broken != "no_config":
+        (folder / "config.json").write_text(CONFIG_TEXT.get(broken or "", lambda t: t)(text))
     vocab = {f"t{i}": i for i in range(250)} | {"<unk>": 250, "<|endoftext|>": 251}
     tokenizer = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
                  "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None, "decoder": None,
@@ -87,17 +154,34 @@ def key_line(text: str) -> str:
     return next((line for line in reversed(text.splitlines()) if KEY_LINE.match(line)), "")
 
 
+CUT_WIDTH = 80  # a terminal's width: a paste copied from it has every line cut there
+TAIL_LINES = 5
+
+
+def cut_variants(text: str) -> dict[str, str]:
+    """The shapes a user's paste of ``text`` takes: its last lines only (``tail -5``), a
+    headless tail that starts inside the traceback, every line cut at the screen's width."""
+    lines = text.splitlines()
+    header = next((i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")),
+                  len(lines) // 2)
+    return {"tail5": "\n".join(lines[-TAIL_LINES:]) + "\n",
+            "headless": "\n".join(lines[min(header + 3, len(lines) - TAIL_LINES):]) + "\n",
+            "cut80": "".join(line[:CUT_WIDTH] + "\n" for line in lines)}
+
+
 def launch(python: str, model: Path, flags: list[str], timeout: float) -> str:
     """What ``launch_server`` printed (stdout and stderr, as ``> log 2>&1`` keeps them)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "NO_COLOR": "1"}
     cmd = [python, "-m", "sglang.launch_server", "--model-path", str(model), "--device", "cpu", *flags]
+    # its own process group: on a timeout the scheduler children it started go with it
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                            cwd=tempfile.gettempdir(), start_new_session=True)
     try:
-        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=timeout,
-                              cwd=tempfile.gettempdir())
-        return done.stdout.decode("utf-8", "replace")
-    except subprocess.TimeoutExpired as exc:  # got past the checks: keep what it printed
-        out = exc.stdout or b""
-        return out.decode("utf-8", "replace") if isinstance(out, bytes) else out
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:  # got past the checks: keep what it printed
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+    return out.decode("utf-8", "replace")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--python", required=True, help="the python of a venv with SGLang installed")
     ap.add_argument("--only", action="append", help="run only these cases")
-    ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args(argv)
     probe = ("import importlib.metadata as m, sysconfig; p = sysconfig.get_paths(); "
@@ -114,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
                                               check=True).stdout.split()
     # the paths a Docker image of SGLang shows, not this machine's
     paths = [(purelib, "/usr/local/lib/python3.11/dist-packages"), (stdlib, "/usr/lib/python3.11")]
-    a.out.mkdir(parents=True, exist_ok=True)
+    cut_dir = a.out.with_name(a.out.name + "-cut")  # the same logs as users paste them
+    for folder in (a.out, cut_dir):
+        folder.mkdir(parents=True, exist_ok=True)
     cases = [c for c in CASES if not a.only or c[0] in a.only]
     with tempfile.TemporaryDirectory() as tmp:
         def one(case):
@@ -124,14 +210,20 @@ def main(argv: list[str] | None = None) -> int:
                 text = text.replace(here, there)
             (a.out / f"{name}.log").write_text(text)
             print(f"{name}: {len(text.splitlines())} lines", file=sys.stderr)
-            return {"id": name, "server": "sglang", "version": version, "root_cause": cause,
-                    "key_line": key_line(text),
-                    "summary": f"generated: launch_server {' '.join(flags)} ({broken or 'valid'} model folder)"}
+            row = {"id": name, "server": "sglang", "version": version, "root_cause": cause,
+                   "summary": f"generated: launch_server {' '.join(flags)} ({broken or 'valid'} model folder)"}
+            cut = []
+            for shape, variant in cut_variants(text).items():
+                (cut_dir / f"{name}__{shape}.log").write_text(variant)
+                cut.append({**row, "id": f"{name}__{shape}", "key_line": key_line(variant) if cause != "none" else "",
+                            "summary": f"{row['summary']}, {shape}"})
+            return {**row, "key_line": key_line(text) if cause != "none" else ""}, cut
 
         with ThreadPoolExecutor(a.jobs) as pool:
-            rows = list(pool.map(one, cases))
-    with open(a.out / "labels.jsonl", "w") as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in rows)
+            done = list(pool.map(one, cases))
+    for folder, rows in [(a.out, [r for r, _ in done]), (cut_dir, [r for _, cut in done for r in cut])]:
+        with open(folder / "labels.jsonl", "w") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in rows)
     return 0
 
 
