@@ -9,6 +9,7 @@ the run's facts.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -151,12 +152,21 @@ def required_literals(rx) -> tuple[tuple[str, ...], bool] | None:
     patterns use the syntax common to ``re`` and ``regex``; anything else gives ``None``, so
     the pattern is always searched). A sequence requires the best literal of its items, a
     branch one literal of each alternative; optional parts and classes require nothing."""
+    source = rx.pattern
+    if not isinstance(source, str):
+        return None
+    return _literals_of(source, bool(getattr(rx, "flags", 0) & re.IGNORECASE))
+
+
+@functools.lru_cache(maxsize=4096)
+def _literals_of(source: str, ignorecase: bool) -> tuple[tuple[str, ...], bool] | None:
+    """``required_literals`` of one pattern source, parsed once per process: every explain
+    builds a new Matcher, and parsing the catalog's sources each time cost ~70 ms per log."""
     import warnings
     from re import _constants as C  # type: ignore[attr-defined]  # noqa: N812 - typeshed stubs only sre_*
     from re import _parser  # type: ignore[attr-defined]
 
-    source = rx.pattern
-    if not isinstance(source, str) or "[[" in source or "(?V1" in source:
+    if "[[" in source or "(?V1" in source:
         return None
     try:
         with warnings.catch_warnings():
@@ -204,7 +214,7 @@ def required_literals(rx) -> tuple[tuple[str, ...], bool] | None:
     if not literals or min(map(len, literals)) < MIN_LITERAL:
         return None
     # a catalog Regex is compiled without flags: its inline ones are in the tree
-    casefold = bool(tree.state.flags & re.IGNORECASE) or bool(getattr(rx, "flags", 0) & re.IGNORECASE)
+    casefold = bool(tree.state.flags & re.IGNORECASE) or ignorecase
     if casefold:
         literals = [lit.casefold() for lit in literals]
     return tuple(sorted(set(literals), key=len, reverse=True)), casefold
