@@ -51,9 +51,9 @@ def run_facts(run: Run) -> dict[str, Any]:
         **run.flag_names(),
     })
     # the memory ledger's numbers and arithmetic ({kv_room_arithmetic}, {oom_requested_gib}, …)
-    facts.update({k: v for k, v in memory_facts(run, facts).items() if k not in facts})
-    if run.dialect.memory_facts is not None:  # the dialect's own ledger ({vllm_kv_fix}, …)
-        facts.update(run.dialect.memory_facts(run))
+    facts.update({k: v for k, v in memory_facts(run).items() if k not in facts})
+    if run.dialect.memory_facts is not None:  # the dialect's own ({kv_room_arithmetic}, {vllm_kv_fix}, …)
+        facts.update(run.dialect.memory_facts(run, facts))
     return facts
 
 

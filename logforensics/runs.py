@@ -67,6 +67,9 @@ class Run:
     tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     last_serving_line: int = 0  # last batch or successful request: the server was alive there
     startup_seen: set = field(default_factory=set)  # (kind, stream) of startup lines seen
+    # what later stages derive from this run once (the memory ledger), with the state it was
+    # derived at: kept in the run, so no other run can be handed it
+    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     serving: ServingStats = field(default_factory=ServingStats)  # serving.py: degraded serving
 
     @property

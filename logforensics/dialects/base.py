@@ -184,8 +184,11 @@ class Dialect:
     ready_line: str  # the line that says the server is ready
     stats: StatsMarks
     facts: Facts
-    # the run's memory placeholders beyond the shared ledger's (``Run`` -> facts), if any
-    memory_facts: Callable[[Any], dict[str, Any]] | None = None
+    # reads the run's per-rank memory ledger from this server's lines (``Run`` -> ``memory.Ledger``);
+    # None: only what torch's OOM messages say (``memory.read_torch_ledger``)
+    memory_ledger: Callable[[Any], Any] | None = None
+    # the run's memory placeholders beyond the shared ones (``Run``, the facts so far -> facts), if any
+    memory_facts: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
     # named catalog conditions of this server's own (``Run`` -> evidence ``[(line, text)]`` or None)
     conditions: Mapping[str, Callable[[Any], list[tuple[int, str]] | None]] = field(default_factory=dict)
     launch_args: LaunchArgs | None = None  # None: the server has no multi-node launch arguments

@@ -1,33 +1,36 @@
 """One memory ledger per run: the catalog's conditions, the facts, the report and its views all
-ask for the same run's ledger, so it is built once and handed out again while the run is
-unchanged."""
+ask for the same run's ledger, so it is built once and kept with the run while it is unchanged.
+
+The run's dialect decides how it is read (``Dialect.memory_ledger``: SGLang reads its own memory
+lines); a dialect without a reader gets what torch's OOM messages say (``read_torch_ledger``).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .ledger import Ledger
+from .ledger import Ledger, read_torch_ledger
 
 if TYPE_CHECKING:
     from ..runs import Run
 
-_cache: dict[str, Any] = {"key": None, "ledger": None}
+_KEPT = "memory_ledger"  # the ledger's key in ``Run.derived``
 
 
 def build_ledger(run: Run) -> Ledger:
-    """Rebuild where each rank's GPU memory went from the run's memory events and tracebacks.
-    (The last result is cached while the run does not change: the catalog's conditions, the
-    facts and the report all ask for the same run.)"""
-    from ..dialects.sglang.memory import read_ledger
-
-    key = (id(run), run.index, run.first_line, run.last_line, run.phase, len(run.memory_events),
-           len(run.tracebacks), len(run.args))
-    if _cache["key"] == key:
-        return _cache["ledger"]
+    """Where each rank's GPU memory went, from the run's memory events and tracebacks. Kept in
+    the run itself (``run.derived``), with the state it was read at: a run that grew since (a
+    followed log) is read again, and another run can never be handed this one's ledger."""
+    state = (run.index, run.first_line, run.last_line, run.phase, len(run.memory_events),
+             len(run.tracebacks), len(run.args))
+    kept = run.derived.get(_KEPT)
+    if kept is not None and kept[0] == state:
+        return kept[1]
+    read = run.dialect.memory_ledger or read_torch_ledger
     try:
-        ledger = read_ledger(run)
+        ledger = read(run)
     except Exception as exc:  # a log logx cannot account for still gets a report
         ledger = Ledger(run_index=run.index, touched=run.memory_touched, phase=run.phase)
         ledger.error = f"memory ledger unavailable ({type(exc).__name__})"
-    _cache["key"], _cache["ledger"] = key, ledger
+    run.derived[_KEPT] = (state, ledger)
     return ledger

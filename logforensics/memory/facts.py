@@ -85,12 +85,11 @@ def other_process_sentence(ledger: Ledger) -> str:
     return " ".join(out) or "The log does not say how much memory the other processes hold."
 
 
-def memory_facts(run: Run, facts: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Placeholders for the memory patterns: atomic numbers (absent when unknown, so a
-    template shows ``<name>``) and whole sentences with the formula and the log's numbers (which
-    name what is unknown instead of inventing it)."""
-    from ..dialects.sglang.fixes import sizing_facts
-
+def memory_facts(run: Run) -> dict[str, Any]:
+    """Placeholders for the memory patterns of every dialect: atomic numbers (absent when
+    unknown, so a template shows ``<name>``) and whole sentences with the log's numbers (which
+    name what is unknown instead of inventing it). The dialect adds its own
+    (``Dialect.memory_facts``)."""
     ledger = build_ledger(run)
     out: dict[str, Any] = {}
     total, _ = ledger.gpu_total
@@ -121,5 +120,4 @@ def memory_facts(run: Run, facts: dict[str, Any] | None = None) -> dict[str, Any
         out["oom_summary"] = "No torch OOM message with figures is in the log."
     out["fragmentation_note"] = fragmentation_sentence(rec.oom if rec else None)
     out["other_process_arithmetic"] = other_process_sentence(ledger)
-    out.update(sizing_facts(run, ledger, facts or {}))
     return out

@@ -12,11 +12,16 @@ Everything is GiB.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .torch_oom import TorchOOM
+from .torch_oom import OOM_TEXT, TorchOOM, best_oom
 from .units import number, rounded
+
+if TYPE_CHECKING:
+    from ..runs import Run
+    from ..tracebacks import Traceback
 
 STEPS = ("init", "weights", "kv_cache", "mamba_cache", "pools", "cuda_graphs", "serving")
 STEP_LABEL = {"init": "before weights", "weights": "weights", "kv_cache": "KV cache",
@@ -345,3 +350,79 @@ class Ledger:
                 "max_mamba_cache_size": self.max_mamba_cache_size_arg},
         }
         return out
+
+
+# — what the tracebacks say, for every dialect ————————————————————————————————————————
+
+
+def traceback_phase(tb: Traceback, run: Run) -> str | None:
+    """The phase ``tb`` was raised in, by the run's dialect's reading of its frames."""
+    return run.dialect.phase_from_frames([f.location for f in tb.frames], [f.function for f in tb.frames])
+
+
+def next_phase(r: RankLedger) -> str | None:
+    """The phase a rank was in when it ran out, from the steps its lines show."""
+    if r.budget is not None or r.graph_done:
+        return "serving"
+    if r.graph_began or r.avail_after_pools_gib is not None:
+        return "cuda_graph"
+    if r.weights_done:
+        return "kv_alloc"
+    if r.weights_began:
+        return "weights"
+    return None
+
+
+def attach_tracebacks(run: Run, ledger: Ledger, by_tag: dict[str, RankLedger],
+                      rank_of: Callable[[str], RankLedger],
+                      phase_hint: Callable[[Traceback], str | None] | None = None) -> None:
+    """Add the run's torch OOMs to the ledger (``ledger.ooms``, each on its rank: ``by_tag``,
+    ``rank_of`` makes a missing one) and where each rank failed. The OOM's phase: its frames,
+    else the dialect's ``phase_hint``, else the step the rank's lines reached, else the run's."""
+    for tb in run.tracebacks:
+        oom = best_oom(tb)
+        if oom is None:
+            continue
+        tag = tb.tag
+        if tag not in by_tag and not tag and len(by_tag) == 1:
+            tag = next(iter(by_tag))  # one rank: an untagged traceback is its own
+        target: RankLedger | None = None
+        if tag in by_tag:
+            target = by_tag[tag]
+        elif tag or not by_tag:  # a tail paste, or a rank whose memory lines are not in the log
+            target = rank_of(tag)
+            tag = target.rank
+        phase = traceback_phase(tb, run)
+        if phase is None and phase_hint is not None:
+            phase = phase_hint(tb)
+        if phase is None and target is not None:
+            phase = next_phase(target)
+        if phase is None and run.phase in PHASE_STEP:  # e.g. the primary finding's phase
+            phase = run.phase
+        line = next((n for n, t in tb.lines if OOM_TEXT.search(t)), tb.first_line)
+        text = next((t for n, t in tb.lines if n == line), "")
+        rec = OOMRecord(oom, line, tag, phase, text)
+        ledger.ooms.append(rec)
+        if target is not None and target.oom is None:
+            target.oom = rec
+            if oom.total_gib is not None:
+                target.gpu_total_gib, target.gpu_total_source = oom.total_gib, "torch OOM message"
+    for tb in run.tracebacks:  # where each rank failed (any exception)
+        failed_in = traceback_phase(tb, run)
+        owner = tb.tag if tb.tag in by_tag else (next(iter(by_tag)) if len(by_tag) == 1 and not tb.tag else None)
+        if failed_in and owner is not None and by_tag[owner].failed_phase is None:
+            by_tag[owner].failed_phase = failed_in
+
+
+def read_torch_ledger(run: Run) -> Ledger:
+    """The ledger of a dialect that reads no memory lines of its own: what torch's OOM messages
+    and the tracebacks say, rank by rank."""
+    ledger = Ledger(run_index=run.index, touched=run.memory_touched, phase=run.phase)
+    by_tag: dict[str, RankLedger] = {}
+
+    def rank_of(tag: str) -> RankLedger:
+        return by_tag.setdefault(tag, RankLedger(rank=tag))
+
+    attach_tracebacks(run, ledger, by_tag, rank_of)
+    ledger.ranks = sorted(by_tag.values(), key=lambda r: rank_sort_key(r.rank))
+    return ledger

@@ -1,6 +1,7 @@
 """SGLang's dialect: its line prefix, event table, phases, arguments and release facts.
 
-The event table is ``events.py``; the facts (flag renames, version hints, hybrid model
+The event table is ``events.py``, the memory ledger ``memory.py`` (its formulas ``sizing.py``,
+its fix sentences ``fixes.py``); the facts (flag renames, version hints, hybrid model
 classes, hang hints) are ``patterns/sglang/facts.toml``; the catalog is ``patterns/sglang/``.
 """
 
@@ -11,6 +12,8 @@ import re
 from ...lines import ServerPrefix
 from ..base import Dialect, LaunchArgs, SiteData, StatsMarks, bundled_dir, load_facts
 from .events import RULES
+from .fixes import memory_facts
+from .memory import read_ledger
 
 # "[2026-03-23 14:01:38(.123)? DP1 TP3 EP3] msg"; short "[03-23 14:01:38 TP0] msg"; the
 # leading "[" may be lost when a paste is cut.
@@ -94,4 +97,6 @@ DIALECT = Dialect(
     launch_args=LaunchArgs("nnodes", "node_rank", ("dist_init_addr",), "tp_size"),
     sites=SiteData(index="sglang_sites.json.gz", categories="site_categories.toml", package="sglang",
                    core="sglang/srt/"),
+    memory_ledger=read_ledger,
+    memory_facts=memory_facts,
 )

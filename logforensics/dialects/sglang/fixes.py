@@ -5,8 +5,9 @@ formula, the log's figures and a flag value re-checked with the formula it inver
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ...memory.build import build_ledger
 from ...memory.ledger import Ledger
 from ...memory.units import frac, gib_text, number, put_figure
 from .sizing import (
@@ -31,8 +32,6 @@ from .sizing import (
     suggest_tp_size,
 )
 
-if TYPE_CHECKING:
-    from ...runs import Run
 
 def kv_room_sentence(ledger: Ledger) -> str:
     """``rest = avail_after_weights − pre×(1−mfs)`` with the log's numbers, the minimum viable
@@ -297,10 +296,12 @@ def long_context_sentence(ledger: Ledger, context_length: Any) -> str:
     return " ".join(out)
 
 
-def sizing_facts(run: Run, ledger: Ledger, facts: dict[str, Any]) -> dict[str, Any]:
-    """The placeholders of SGLang's memory patterns: the sentences above and the numbers they
-    suggest (``{suggested_mem_fraction_static}``, ``{suggested_tp_size}``, …); ``facts`` names the
-    flags of the run's release."""
+def memory_facts(run: Any, facts: dict[str, Any]) -> dict[str, Any]:
+    """The placeholders of SGLang's memory patterns (``Dialect.memory_facts``): the sentences
+    above and the numbers they suggest (``{suggested_mem_fraction_static}``,
+    ``{suggested_tp_size}``, …). ``facts`` (the run's so far) names the flags of the run's
+    release; a value it already holds (a flag the log set) is not replaced."""
+    ledger = build_ledger(run)
     out: dict[str, Any] = {}
     pre, _ = ledger.pre_for_formulas
     after = ledger.avail_after_weights_gib
@@ -335,4 +336,4 @@ def sizing_facts(run: Run, ledger: Ledger, facts: dict[str, Any]) -> dict[str, A
     ws = [r.weights_gib for r in ledger.ranks if r.weights_gib is not None]
     if ws and pre is not None:
         put_figure(out, "suggested_tp_size", suggest_tp_size(max(ws), ledger.tp_size or 1, pre))
-    return out
+    return {k: v for k, v in out.items() if k not in facts}

@@ -12,15 +12,14 @@ the Mamba pool's capacity with SGLang's formulas (``sizing.py``).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ...memory.ledger import PHASE_STEP, Ledger, OOMRecord, RankLedger, rank_label, rank_sort_key
-from ...memory.torch_oom import OOM_TEXT, best_oom, other_threshold_gib
+from ...memory.ledger import Ledger, RankLedger, attach_tracebacks, rank_label, rank_sort_key
+from ...memory.torch_oom import other_threshold_gib
 from ...memory.units import number
 from .sizing import kv_rest_gib, mamba_per_request_gib, mamba_requests_fit, mamba_slots_per_request
 
 if TYPE_CHECKING:
-    from ...runs import Run
     from ...tracebacks import Traceback
 
 # which ledger step an event shows (its first line is the step's evidence)
@@ -37,14 +36,14 @@ _MAMBA_POOL_SIZE = re.compile(r"mamba_pool\.size=(\d+)")
 _MFS_IN_TEXT = re.compile(r"mem_fraction_static=(\d+(?:\.\d+)?)|--mem-fraction-static=(\d+(?:\.\d+)?)")
 
 
-def _hybrid_hint(run: Run) -> bool:
+def _hybrid_hint(run: Any) -> bool:
     """A hybrid model by its class (the dialect's facts) or by what its errors say."""
     if run.dialect.facts.hybrid_model(run.model_class):
         return True
     return any("mamba" in (tb.message or "").lower() for tb in run.tracebacks)
 
 
-def read_ledger(run: Run) -> Ledger:
+def read_ledger(run: Any) -> Ledger:
     """The run's ledger from its SGLang memory events and its tracebacks (torch OOMs, the
     phase each rank failed in, the figures of SGLang's own memory errors)."""
     args = run.args
@@ -135,43 +134,10 @@ def read_ledger(run: Run) -> Ledger:
     # The tqdm capture bar is TP0's and has no rank prefix: with several ranks it attached to ""
     if "" in by_tag and len(by_tag) > 1:
         orphan = by_tag.pop("")
-        tp0 = by_tag.get("TP0") or by_tag[sorted(by_tag, key=rank_sort_key)[0]]
-        if orphan.graph_last_avail_gib is not None and tp0.graph_began and not tp0.graph_done:
-            tp0.graph_last_bs, tp0.graph_last_avail_gib = orphan.graph_last_bs, orphan.graph_last_avail_gib
-    # — torch OOMs ————————————————————————————————————————————————————————————————
-    for tb in run.tracebacks:
-        oom = best_oom(tb)
-        if oom is None:
-            continue
-        tag = tb.tag
-        if tag not in by_tag and not tag and len(by_tag) == 1:
-            tag = next(iter(by_tag))  # one rank: an untagged traceback is its own
-        target: RankLedger | None = None
-        if tag in by_tag:
-            target = by_tag[tag]
-        elif tag or not by_tag:  # a tail paste, or a rank whose memory lines are not in the log
-            target = rank_of(tag)
-            tag = target.rank
-        phase = _phase(tb, run)
-        if phase is None and "graph failed" in " ".join(e.message for e in tb.exceptions):
-            phase = "cuda_graph"
-        if phase is None and target is not None:
-            phase = _next_phase(target)
-        if phase is None and run.phase in PHASE_STEP:  # e.g. the primary finding's phase
-            phase = run.phase
-        line = next((n for n, t in tb.lines if OOM_TEXT.search(t)), tb.first_line)
-        text = next((t for n, t in tb.lines if n == line), "")
-        rec = OOMRecord(oom, line, tag, phase, text)
-        ledger.ooms.append(rec)
-        if target is not None and target.oom is None:
-            target.oom = rec
-            if oom.total_gib is not None:
-                target.gpu_total_gib, target.gpu_total_source = oom.total_gib, "torch OOM message"
-    for tb in run.tracebacks:  # where each rank failed (any exception)
-        phase = _phase(tb, run)
-        failed = tb.tag if tb.tag in by_tag else (next(iter(by_tag)) if len(by_tag) == 1 and not tb.tag else None)
-        if phase and failed is not None and by_tag[failed].failed_phase is None:
-            by_tag[failed].failed_phase = phase
+        target = by_tag.get("TP0") or by_tag[sorted(by_tag, key=rank_sort_key)[0]]
+        if orphan.graph_last_avail_gib is not None and target.graph_began and not target.graph_done:
+            target.graph_last_bs, target.graph_last_avail_gib = orphan.graph_last_bs, orphan.graph_last_avail_gib
+    attach_tracebacks(run, ledger, by_tag, rank_of, _graph_capture_failed)
     ledger.ranks = sorted(by_tag.values(), key=lambda r: rank_sort_key(r.rank))
     for r in ledger.ranks:
         if r.gpu_total_gib is None and r.avail_at_start_gib is not None:
@@ -204,8 +170,9 @@ def read_ledger(run: Run) -> Ledger:
     return ledger
 
 
-def _phase(tb: Traceback, run: Run) -> str | None:
-    return run.dialect.phase_from_frames([f.location for f in tb.frames], [f.function for f in tb.frames])
+def _graph_capture_failed(tb: Traceback) -> str | None:
+    """SGLang wraps an OOM in graph capture as "Capture cuda graph failed: …"."""
+    return "cuda_graph" if "graph failed" in " ".join(e.message for e in tb.exceptions) else None
 
 
 def _derive(ledger: Ledger) -> None:
@@ -223,20 +190,7 @@ def _derive(ledger: Ledger) -> None:
         ledger.mamba_requests_fit = mamba_requests_fit(ledger.mamba_slots, ledger.slots_per_request)
 
 
-def _next_phase(r: RankLedger) -> str | None:
-    """The phase a rank was in when it ran out, from the steps its lines show."""
-    if r.budget is not None or r.graph_done:
-        return "serving"
-    if r.graph_began or r.avail_after_pools_gib is not None:
-        return "cuda_graph"
-    if r.weights_done:
-        return "kv_alloc"
-    if r.weights_began:
-        return "weights"
-    return None
-
-
-def _mamba(run: Run, ledger: Ledger) -> None:
+def _mamba(run: Any, ledger: Ledger) -> None:
     args = run.args
     has_events = any(r.mamba_slots is not None or r.mamba_gib is not None for r in ledger.ranks)
     ledger.hybrid = has_events or _hybrid_hint(run)
@@ -270,7 +224,7 @@ def _mamba(run: Run, ledger: Ledger) -> None:
             ledger.slots_per_request_source = f"inferred: max_mamba_cache_size {k} // max_running_requests {mrr}"
 
 
-def _unbalanced(run: Run, ledger: Ledger) -> None:
+def _unbalanced(run: Any, ledger: Ledger) -> None:
     starts = [(r, r.avail_at_start_gib) for r in ledger.ranks if r.avail_at_start_gib is not None]
     if len(starts) >= 2:
         hi_r, hi = max(starts, key=lambda x: x[1])

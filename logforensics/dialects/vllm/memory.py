@@ -437,6 +437,7 @@ CONDITIONS = {
 }
 
 
-def memory_facts(run: Any) -> dict[str, Any]:
-    """Placeholders of the vLLM memory patterns, from the run's ledger."""
+def memory_facts(run: Any, facts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Placeholders of the vLLM memory patterns, from the run's ledger (``Dialect.memory_facts``;
+    they replace what ``facts`` holds: vLLM's own figures are the surer ones)."""
     return run_ledger(run).facts()
