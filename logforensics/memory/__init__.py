@@ -13,7 +13,8 @@ the wrong flag. This package turns the memory figures a server and torch already
 
 The arithmetic behind SGLang's memory fixes is SGLang's (``dialects/sglang/sizing.py``, the
 sentences in ``dialects/sglang/fixes.py``); the text views are ``render/memory.py``.
-Everything is GiB. See ``docs/memory.md`` for the formulas and a worked example.
+Everything is GiB. See ``docs/memory.md`` for the formulas and a worked example. A run is typed
+``Any`` here: the dialects (below ``runs``) build ledgers, so ``memory/`` imports nothing above them.
 """
 
 from __future__ import annotations

@@ -7,17 +7,14 @@ lines); a dialect without a reader gets what torch's OOM messages say (``read_to
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .ledger import Ledger, read_torch_ledger
-
-if TYPE_CHECKING:
-    from ..runs import Run
 
 _KEPT = "memory_ledger"  # the ledger's key in ``Run.derived``
 
 
-def build_ledger(run: Run) -> Ledger:
+def build_ledger(run: Any) -> Ledger:
     """Where each rank's GPU memory went, from the run's memory events and tracebacks. Kept in
     the run itself (``run.derived``), with the state it was read at: a run that grew since (a
     followed log) is read again, and another run can never be handed this one's ledger."""

@@ -5,28 +5,25 @@ when it holds, else ``None``."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .build import build_ledger
 from .ledger import OOMRecord
 from .torch_oom import other_threshold_gib
 
-if TYPE_CHECKING:
-    from ..runs import Run
 
-
-def _oom_records(run: Run) -> list[OOMRecord]:
+def _oom_records(run: Any) -> list[OOMRecord]:
     return build_ledger(run).ooms
 
 
-def cond_oom_single_allocation_exceeds_capacity(run: Run) -> list[tuple[int, str]] | None:
+def cond_oom_single_allocation_exceeds_capacity(run: Any) -> list[tuple[int, str]] | None:
     """A torch OOM asked for one allocation larger than the GPU's total capacity
     (requested > total): freeing memory cannot help; the buffer itself is too large."""
     hits = [(r.line, r.text) for r in _oom_records(run) if r.oom.exceeds_capacity]
     return hits[:3] or None
 
 
-def cond_oom_other_process_holds_memory(run: Run) -> list[tuple[int, str]] | None:
+def cond_oom_other_process_holds_memory(run: Any) -> list[tuple[int, str]] | None:
     """A torch OOM whose figures show other processes holding memory (listed, or total − free −
     this process ≥ max(1.5 GiB, 3%)) or a rank that had far less free memory at start than its
     GPU's total — and the allocation would have fit without them (requested ≤ free + other)."""
@@ -49,14 +46,14 @@ def cond_oom_other_process_holds_memory(run: Run) -> list[tuple[int, str]] | Non
     return hits[:4] or None
 
 
-def cond_oom_fragmentation(run: Run) -> list[tuple[int, str]] | None:
+def cond_oom_fragmentation(run: Any) -> list[tuple[int, str]] | None:
     """A torch OOM where reserved-but-unallocated + free ≥ requested: the memory existed but
     not in one piece (``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``)."""
     hits = [(r.line, r.text) for r in _oom_records(run) if r.oom.fragmented]
     return hits[:3] or None
 
 
-def cond_oom_loading_weights_that_fit_before(run: Run) -> list[tuple[int, str]] | None:
+def cond_oom_loading_weights_that_fit_before(run: Any) -> list[tuple[int, str]] | None:
     """A torch OOM while loading the weights, and an earlier run of the same model in this
     log finished loading them: they fit then, so the regression is in what changed."""
     if not run.loaded_before:
@@ -65,7 +62,7 @@ def cond_oom_loading_weights_that_fit_before(run: Run) -> list[tuple[int, str]] 
     return (run.loaded_before[-1:] + hits[:2]) if hits else None
 
 
-CONDITIONS: dict[str, Callable[[Run], list[tuple[int, str]] | None]] = {
+CONDITIONS: dict[str, Callable[[Any], list[tuple[int, str]] | None]] = {
     "oom_loading_weights_that_fit_before": cond_oom_loading_weights_that_fit_before,
     "oom_single_allocation_exceeds_capacity": cond_oom_single_allocation_exceeds_capacity,
     "oom_other_process_holds_memory": cond_oom_other_process_holds_memory,

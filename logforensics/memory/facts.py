@@ -5,15 +5,12 @@ sentences (SGLang's: ``dialects/sglang/fixes.py``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .build import build_ledger
 from .ledger import Ledger, OOMRecord
 from .torch_oom import TorchOOM, other_threshold_gib
 from .units import gib_text, put_figure
-
-if TYPE_CHECKING:
-    from ..runs import Run
 
 PHASE_TEXT = {"init": "parallel init", "weights": "weight loading", "kv_alloc": "KV/Mamba pool allocation",
               "cuda_graph": "CUDA graph capture", "warmup": "warm-up", "ready": "serving",
@@ -85,7 +82,7 @@ def other_process_sentence(ledger: Ledger) -> str:
     return " ".join(out) or "The log does not say how much memory the other processes hold."
 
 
-def memory_facts(run: Run) -> dict[str, Any]:
+def memory_facts(run: Any) -> dict[str, Any]:
     """Placeholders for the memory patterns of every dialect: atomic numbers (absent when
     unknown, so a template shows ``<name>``) and whole sentences with the log's numbers (which
     name what is unknown instead of inventing it). The dialect adds its own

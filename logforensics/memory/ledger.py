@@ -20,7 +20,6 @@ from .torch_oom import OOM_TEXT, TorchOOM, best_oom
 from .units import number, rounded
 
 if TYPE_CHECKING:
-    from ..runs import Run
     from ..tracebacks import Traceback
 
 STEPS = ("init", "weights", "kv_cache", "mamba_cache", "pools", "cuda_graphs", "serving")
@@ -355,7 +354,7 @@ class Ledger:
 # — what the tracebacks say, for every dialect ————————————————————————————————————————
 
 
-def traceback_phase(tb: Traceback, run: Run) -> str | None:
+def traceback_phase(tb: Traceback, run: Any) -> str | None:
     """The phase ``tb`` was raised in, by the run's dialect's reading of its frames."""
     return run.dialect.phase_from_frames([f.location for f in tb.frames], [f.function for f in tb.frames])
 
@@ -373,7 +372,7 @@ def next_phase(r: RankLedger) -> str | None:
     return None
 
 
-def attach_tracebacks(run: Run, ledger: Ledger, by_tag: dict[str, RankLedger],
+def attach_tracebacks(run: Any, ledger: Ledger, by_tag: dict[str, RankLedger],
                       rank_of: Callable[[str], RankLedger],
                       phase_hint: Callable[[Traceback], str | None] | None = None) -> None:
     """Add the run's torch OOMs to the ledger (``ledger.ooms``, each on its rank: ``by_tag``,
@@ -414,7 +413,7 @@ def attach_tracebacks(run: Run, ledger: Ledger, by_tag: dict[str, RankLedger],
             by_tag[owner].failed_phase = failed_in
 
 
-def read_torch_ledger(run: Run) -> Ledger:
+def read_torch_ledger(run: Any) -> Ledger:
     """The ledger of a dialect that reads no memory lines of its own: what torch's OOM messages
     and the tracebacks say, rank by rank."""
     ledger = Ledger(run_index=run.index, touched=run.memory_touched, phase=run.phase)
