@@ -7,7 +7,6 @@ lines); a dialect without a reader gets what torch's OOM messages say (``read_to
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from .ledger import Ledger, read_torch_ledger
@@ -17,14 +16,14 @@ _KEPT = "memory_ledger"  # the ledger's key in ``Run.derived``
 
 def build_ledger(run: Any) -> Ledger:
     """Where each rank's GPU memory went, from the run's memory events and tracebacks. Kept in
-    the run itself (``run.derived``), with the state it was read at and a weak reference to the
-    run: a run that grew since (a followed log) is read again, and another run, even a shallow
+    the run itself (``run.derived``), with the state it was read at and the run it was read
+    for: a run that grew since (a followed log) is read again, and another run, even a shallow
     copy sharing ``derived`` (``watch`` makes one with a traceback still open), is never handed
     this one's ledger."""
     state = (run.index, run.first_line, run.last_line, run.phase, len(run.memory_events),
              len(run.tracebacks), len(run.args))
     kept = run.derived.get(_KEPT)
-    if kept is not None and kept[0]() is run and kept[1] == state:  # a copy of the run shares ``derived``
+    if kept is not None and kept[0] is run and kept[1] == state:  # a copy of the run shares ``derived``
         return kept[2]
     read = run.dialect.memory_ledger or read_torch_ledger
     try:
@@ -32,5 +31,5 @@ def build_ledger(run: Any) -> Ledger:
     except Exception as exc:  # a log logx cannot account for still gets a report
         ledger = Ledger(run_index=run.index, touched=run.memory_touched, phase=run.phase)
         ledger.error = f"memory ledger unavailable ({type(exc).__name__})"
-    run.derived[_KEPT] = (weakref.ref(run), state, ledger)
+    run.derived[_KEPT] = (run, state, ledger)  # the run itself (a cycle the collector frees; pickles)
     return ledger
