@@ -68,6 +68,8 @@ class DeploymentWatch:
                                               for w, o in zip(self.watchers, self.outcomes, strict=True))
 
     def _end(self) -> int:
+        for w in self.watchers:
+            w.conclude()  # a node decided the deployment: the others' open tracebacks count, as in explain
         reports = [w.report(status=True) for w in self.watchers]
         codes = [o.exit_code for o in self.outcomes if o is not None]
         summaries = [summarize(r) for r in reports]

@@ -274,6 +274,11 @@ class Watcher:
             self._clear_pending()
             self._check_findings(run, pending)
 
+    def conclude(self) -> None:
+        """The watch ends here (a deployment decided by another node): what is still open (a
+        traceback whose lines stopped) is read as ``explain`` reads the end of the file."""
+        self._finish()
+
     def _finish(self) -> None:
         if self.finished:
             return
