@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import re
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -21,6 +22,7 @@ from . import sites as _sites
 from .catalog import Catalog, MatchSpec, Pattern, RegexGuard, timed_fullmatch, timed_search
 from .conditions import CONDITIONS, Evidence
 from .dialects import PHASE_RANK
+from .dialects.base import version_tuple
 from .events import Event
 from .lines import ServerPrefix, decode, glog_timestamp, parse_timestamp, printed_year
 from .runs import Run, phase_from_frames
@@ -29,6 +31,7 @@ from .tracebacks import ExceptionInfo, Traceback, is_caret_line
 
 MIN_PARTIAL_CHARS = 16
 MAX_EVIDENCE = 8
+MAX_UNCLAIMED_LINES = 32  # error lines per run kept for the site index (the last ones)
 SEVERITY_RANK = {"fatal": 0, "error": 0, "warning": 1, "info": 2}
 ROLE_RANK = {"cause": 0, "symptom": 1}
 # How sure a finding is, by how it was found: the one table every finding's confidence is read
@@ -280,40 +283,43 @@ def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
 
 
 def traceback_evidence(tb: Traceback, exc: ExceptionInfo | None = None) -> list[Evidence]:
-    """A compact proof: the header, the raising frame, and the exception line(s)."""
+    """A compact proof: the header, the exception line(s) of ``exc`` (the one a pattern
+    matched) and of the chain's cause when that is another exception (a pattern may match
+    the KeyError a ValueError explains), then the raising frame as room allows."""
     exc = exc or tb.final
     lines = [(n, text) for n, text in tb.lines if not is_caret_line(text)]
-    picked: list[tuple[int, str]] = []
-    if lines:
-        picked.append(lines[0])
+    proof: list[tuple[int, str]] = lines[:1]
+    cause = tb.cause
+    proof.extend(_exception_lines(lines, exc) or lines[-2:])
+    if cause is not exc and cause.type:  # not found: its lines were elided from a long traceback
+        proof.extend(_exception_lines(lines, cause))
+    frame_lines: list[tuple[int, str]] = []
     frames = exc.frames or tb.frames
     if frames:
         last = frames[-1]
         needle = f'line {last.line}'
         for i, (n, text) in enumerate(lines):
             if last.file in text and needle in text:
-                picked.append((n, text))
+                frame_lines.append((n, text))
                 if i + 1 < len(lines) and lines[i + 1][1].startswith((" ", "\t")) \
                         and last.source and last.source in lines[i + 1][1]:
-                    picked.append(lines[i + 1])
+                    frame_lines.append(lines[i + 1])
                 break
+    picked = dict((n, text) for n, text in proof if text.strip())
+    for n, text in frame_lines:
+        if len(picked) < MAX_EVIDENCE and text.strip():
+            picked.setdefault(n, text)
+    return [Evidence(n, text) for n, text in sorted(picked.items())[:MAX_EVIDENCE]]
+
+
+def _exception_lines(lines: list[tuple[int, str]], exc: ExceptionInfo) -> list[tuple[int, str]]:
+    """``exc``'s type line and the two after it, found among a traceback's evidence lines."""
     if exc.type:
         key = exc.message.split("\n", 1)[0][:60]
         for i, (_n, text) in enumerate(lines):
             if (exc.type in text or "what():" in text) and key in text:
-                picked.extend(lines[i : i + 3])
-                break
-        else:
-            picked.extend(lines[-2:])
-    else:
-        picked.extend(lines[-2:])
-    seen: set[int] = set()
-    out = []
-    for n, text in sorted(picked):
-        if n not in seen and text.strip():
-            seen.add(n)
-            out.append(Evidence(n, text))
-    return out[:MAX_EVIDENCE]
+                return lines[i : i + 3]
+    return []
 
 
 class Matcher:
@@ -324,6 +330,8 @@ class Matcher:
         self.hits: dict[int, list[Hit]] = {}
         self._literals: list | None = None  # per line spec: required_literals(), built on first use
         self.guard = RegexGuard()  # regex timeouts per pattern (a backtracking user pattern)
+        # per run, the last error lines no pattern claimed: looked up in the site index
+        self.unclaimed: dict[int, deque[Event]] = {}
 
     def _guarded(self, pattern: Pattern, match: Callable[..., Any], *args: Any) -> Any:
         """``match(*args)``, or None when ``pattern`` was disabled for timing out or its regex
@@ -347,7 +355,7 @@ class Matcher:
     def on_line(self, event: Event, run: Run, may_be_cut: bool = False) -> list[Hit]:
         msg = event.line.message
         line_specs = self.catalog.line_specs
-        if not line_specs or not msg:
+        if not msg:
             return []
         cut = may_be_cut or event.line.truncated or not event.line.eol
         literals = self._literals
@@ -378,6 +386,8 @@ class Matcher:
             new.append(hit)
         if new:
             self.hits.setdefault(run.index, []).extend(new)
+        elif event.kind == "error_line":
+            self.unclaimed.setdefault(run.index, deque(maxlen=MAX_UNCLAIMED_LINES)).append(event)
         return new
 
     def on_traceback(self, tb: Traceback, run: Run) -> list[Hit]:
@@ -404,7 +414,7 @@ class Matcher:
                 matched_ids.add(pattern.id)
                 break
         if not new:
-            new.append(site_hit(tb, run) or self._unclassified(tb, run))
+            new.append(site_hit(tb, run) or home_hit(tb, run) or self._unclassified(tb, run))
         # One traceback, one explanation: the most specific pattern (highest priority) wins,
         # so a generic match (e.g. "raised in argument handling") never repeats a specific one.
         best = max(new, key=lambda h: (h.pattern.priority, h.confidence))
@@ -456,10 +466,13 @@ class Matcher:
                         break
         hits = [h for h in _one_per_traceback(hits) if not _before_serving(h, run)]
         year = printed_year(run.started_at or run.ended_at)
+        if not any(h.pattern.is_problem and h.pattern.role == "cause" and h.pattern.priority > SITE_PRIORITY
+                   for h in hits):  # a plain error line may name the cause a site knows
+            hits += [h for e in self.unclaimed.get(run.index, ()) if (h := site_line_hit(e, run))]
         merged: dict[tuple, Finding] = {}
         for hit in hits:
             p = hit.pattern
-            key = (p.id, p.title) if p.id == "unclassified_exception" or p.source == SITE_SOURCE \
+            key = (p.id, p.title) if p.id == "unclassified_exception" or p.source in FROM_SERVER_SOURCE \
                 else (p.id,)
             if key in merged:
                 f = merged[key]
@@ -480,7 +493,7 @@ class Matcher:
             values = {**facts, **hit.groups}
             phase = p.phase if p.phase != "any" else _phase_at(run, hit)
             severity, explanation = p.severity, fill(p.explanation, values)
-            if (p.id == "unclassified_exception" or p.source == SITE_SOURCE) and hit.traceback is not None \
+            if (p.id == "unclassified_exception" or p.source in FROM_SERVER_SOURCE) and hit.traceback is not None \
                     and run.last_serving_line > hit.traceback.last_line:
                 # An unknown exception the server survived: a failed request, not a crash.
                 severity = "warning"
@@ -501,6 +514,10 @@ class Matcher:
 # — findings from the server's failure sites (sites.py, Dialect.sites) ——————————————————————
 
 SITE_SOURCE = "failure-site index"
+HOME_SOURCE = "server module of the raising frame"
+FROM_SERVER_SOURCE = (SITE_SOURCE, HOME_SOURCE)  # findings built from the server's source, not the catalog
+HOME_PRIORITY = 20  # below a site match (the module says less than the check), above unclassified
+HOME_CONFIDENCE = 0.4
 SITE_PRIORITY = 30  # below every curated pattern that names the cause, above the symptoms
 MIN_SITE_CONFIDENCE = 0.5
 
@@ -512,13 +529,77 @@ def site_hit(tb: Traceback, run: Run) -> Hit | None:
     data = run.dialect.sites
     if not tb.exc_type or data is None:
         return None
-    index = _sites.site_index(data)
     found = _sites.match_traceback(tb, data)
-    if found is None or found.confidence < MIN_SITE_CONFIDENCE:
+    made = _site_pattern(found, run, tb.exc_type, tb.message)
+    if made is None or found is None:
+        return None
+    pattern, facts = made
+    return Hit(pattern, {}, traceback_evidence(tb), round(found.confidence, 2), tb.stream, tb, facts)
+
+
+def home_hit(tb: Traceback, run: Run) -> Hit | None:
+    """An exception the server's own code raised with no site of its own (an ``AttributeError``
+    on a malformed config): the category of the module it was raised in (the dialect's
+    categories, the rules that read only the file and function)."""
+    frame = tb.raising_frame
+    data = run.dialect.sites
+    if not tb.exc_type or frame is None or data is None:
+        return None
+    category = _sites.category_of_frame(frame.file, frame.function, data)
+    if category is None:
+        return None
+    label = run.dialect.label
+    message = tb.message.split("\n", 1)[0][:300].rstrip(".") or "(no message)"
+    pattern = Pattern(
+        id=category.id, title=f"{tb.exc_type} in {category.what} ({frame.function})",
+        severity="error", phase=category.phase or "any", priority=HOME_PRIORITY,
+        explanation=(f"{tb.exc_type} was raised in {label}'s {category.what} at {frame.file}:{frame.line} "
+                     f"in {frame.function}: {message}. No pattern and no {label} check names it; the "
+                     "module it came from says what it was doing."),
+        fix=category.fix, source=HOME_SOURCE,
+    )
+    return Hit(pattern, {}, traceback_evidence(tb), HOME_CONFIDENCE, tb.stream, tb,
+               {"raised_in": {"file": frame.file, "function": frame.function}})
+
+
+def site_line_hit(event: Event, run: Run) -> Hit | None:
+    """A plain error line no pattern claims, matched to the site that printed it (a log call
+    or the argument parser; an exception line is a traceback of its own). It is a cause only in a
+    run that then failed: not served after it, and ended by an ending event or a traceback
+    after it, or the log stops soon after it (a headless tail)."""
+    data = run.dialect.sites
+    line = event.number
+    if data is None or run.last_serving_line > line:
+        return None
+    after = [e.number for e in run.endings] + [tb.first_line for tb in run.tracebacks]
+    if not any(n >= line for n in after) and not (not run.ready and run.last_line - line <= TAIL_OF_RUN):
+        return None
+    message = event.line.message
+    found = _sites.site_index(data).lookup(None, message, cut=event.line.truncated or not event.line.eol)
+    if found is None or found.site.kind == "log.warning":
+        return None
+    made = _site_pattern(found, run, None, message)
+    if made is None:
+        return None
+    pattern, facts = made
+    return Hit(pattern, {}, [Evidence(line, event.line.text)], round(found.confidence, 2),
+               event.line.stream, None, facts)
+
+
+TAIL_OF_RUN = 20  # lines: an error line this close to where a failed start-up's log stops
+
+
+def _site_pattern(found: _sites.SiteMatch | None, run: Run, exc_type: str | None,
+                  message: str) -> tuple[Pattern, dict[str, Any]] | None:
+    """The finding a site match stands for (its home's category), or None when the match is
+    too weak or its home has no category."""
+    data = run.dialect.sites
+    if found is None or data is None or found.confidence < MIN_SITE_CONFIDENCE:
         return None
     category = _sites.category_of(found.site, data)
     if category is None:
         return None
+    index = _sites.site_index(data)
     site = found.site
     low, high = found.release_bounds
     if found.confidence >= 0.7:
@@ -526,24 +607,38 @@ def site_hit(tb: Traceback, run: Run) -> Hit | None:
             run.version_hints.add(f">={low}")
         if high != index.releases[-1]:
             run.version_hints.add(f"<={high}")
-    flags = list(dict.fromkeys([*site.flags, *(f"--{a.replace('_', '-')}" for a in site.args)]))
+    release, bounds = _release_of(run)
+    flags = list(dict.fromkeys(_sites.flag_as_spelled(f, *bounds, data, run.dialect.label) for f in
+                               [*site.flags, *(f"--{a.replace('_', '-')}" for a in site.args)]))
     condition = _sites.plain_condition(site.conditions)
     check = f" It fired because {condition}." if condition else ""
     named = ", ".join(f"`{x}`" for x in [*flags, *site.env][:8])
-    fix = category.fix + (f" The check reads {named} (names as in {high})." if named else "")
-    message = tb.message.split("\n", 1)[0][:300].rstrip(".")
+    spelled = f" (flags as {run.dialect.label} {release} spells them)"
+    fix = category.fix + (f" The check reads {named}{spelled}." if named else "")
+    shown = message.split("\n", 1)[0][:300].rstrip(".")
+    what = f"raised {exc_type}" if exc_type else "printed"
     pattern = Pattern(
-        id=category.id, title=f"{tb.exc_type} from {category.what} ({site.function})",
+        id=category.id, title=f"{exc_type or 'Error'} from {category.what} ({site.function})",
         severity="error", phase=category.phase or "any", priority=SITE_PRIORITY,
-        explanation=(f"{site.kind} in {site.where} ({run.dialect.label} {site.release_range}) raised "
-                     f"{tb.exc_type}: {message}.{check} No curated pattern names this failure; "
+        explanation=(f"{site.kind} in {site.where} ({run.dialect.label} {site.release_range}) {what}: "
+                     f"{shown}.{check} No curated pattern names this failure; "
                      f"{run.dialect.label}'s own source does."),
         fix=fix, source=SITE_SOURCE,
     )
     facts = {"site": {"file": site.file, "function": site.function, "kind": site.kind,
                       "releases": site.release_range, "conditions": list(site.conditions),
                       "flags": flags, "env": list(site.env), "equivalent_sites": len(found.equivalent)}}
-    return Hit(pattern, {}, traceback_evidence(tb), round(found.confidence, 2), tb.stream, tb, facts)
+    return pattern, facts
+
+
+def _release_of(run: Run) -> tuple[str, tuple[tuple[int, ...] | None, tuple[int, ...] | None]]:
+    """The run's server release in words, and its bounds: the version the log prints, else
+    the range its formats and site matches allow."""
+    version = version_tuple(run.server_version)
+    if version:
+        return run.server_version or "", (version, version)
+    return run.version_range or "(release unknown)", run.version_bounds
+
 
 def _repeats(f: Finding, hit: Hit) -> bool:
     """``hit`` is another rank's copy of the traceback ``f`` already cites."""

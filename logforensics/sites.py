@@ -391,6 +391,62 @@ def load_in_background() -> None:
     threading.Thread(target=_load_every_index, name="logx-site-index", daemon=True).start()
 
 
+# — flags as each release spells them (data/sglang_flags.json.gz, tools/index_sglang_flags.py) ——
+
+
+Version = tuple[int, ...]
+
+
+@cache
+def _flag_settings(data: SiteData) -> dict[str, dict[str, tuple[tuple[Version, Version], ...]]]:
+    """Each renamed flag of server ``data`` → its setting: every spelling with the releases it
+    was the name in (empty when the server ships no flag table)."""
+    from .runs import _vt
+
+    if data.flags is None:
+        return {}
+    raw = json.loads(gzip.decompress(
+        resources.files("logforensics").joinpath(f"data/{data.flags}").read_bytes()))
+    out: dict[str, dict[str, tuple[tuple[Version, Version], ...]]] = {}
+    for setting in raw["settings"]:
+        spelled = {flag: tuple((_vt(a), _vt(b)) for a, b in runs) for flag, runs in setting.items()}
+        out.update(dict.fromkeys(spelled, spelled))
+    return out
+
+
+def flag_as_spelled(flag: str, low: Version | None, high: Version | None, data: SiteData | None = None,
+                    server: str = "SGLang") -> str:
+    """``flag`` (as a site's release names it) as the log's release spells it: ``low`` and
+    ``high`` bound that release (equal when the log prints it; None: unbounded). When the
+    bounds straddle a rename, the newer name with the older one: ``--new (named --old before
+    SGLang 0.5.14)``."""
+    setting = _flag_settings(data or _default_sites()).get(flag)
+    if setting is None:
+        return flag
+    lo, hi = low or (0,), high or (99,)
+
+    def throughout(name: str) -> bool:
+        return any(a <= lo and hi <= b for a, b in setting[name])
+
+    def at(version: Version) -> list[str]:
+        return [name for name, runs in setting.items() if any(a <= version <= b for a, b in runs)]
+
+    if throughout(flag):
+        return flag
+    whole = [name for name in setting if throughout(name)]
+    if whole:
+        return min(whole, key=lambda name: min(a for a, _ in setting[name]))  # the established one
+    newest = max(setting, key=lambda name: max(b for _, b in setting[name]))
+    older = [name for name in at(lo) if name != newest] if low else []
+    if not older:
+        older = [name for name in setting if name != newest and max(b for _, b in setting[name])
+                 < min(a for a, _ in setting[newest])]
+    if not older:
+        return newest
+    since = ".".join(map(str, min(a for a, _ in setting[newest])))
+    return f"{newest} (named {older[0]} before {server} {since})"
+
+
 # — what a site stands for: its home's root cause (SiteData.categories, data/site_categories.toml) ——
 
 
@@ -426,6 +482,19 @@ def categories(data: SiteData | None = None) -> tuple[Category, ...]:
 def category_of(site: Site, data: SiteData | None = None) -> Category | None:
     """The first category of server ``data`` whose rule claims ``site`` (None: its home has none)."""
     return next((c for c in categories(data) if c.claims(site)), None)
+
+
+def category_of_frame(file: str | None, function: str | None, data: SiteData | None = None) -> Category | None:
+    """The category of server ``data``'s module an exception was raised in without a site of
+    its own (``x.get`` on a list in the model-config code): the first rule that reads only the
+    file and function and claims them. None outside the server's package."""
+    data = data or _default_sites()
+    path = _package_path(file, data.package)
+    if not path:
+        return None
+    values = {"file": path, "function": function or ""}
+    return next((c for c in categories(data) if c.keys and all(key in values for key, _ in c.keys)
+                 and all(rx.search(values[key]) for key, rx in c.keys)), None)
 
 
 @cache

@@ -31,6 +31,10 @@ _HEADER = "Traceback (most recent call last):"
 # Every expression here is linear on hostile lines: no two adjacent parts can match the same
 # characters (``.+?\s*$`` or ``-+[+-]*`` would be quadratic on a long run of spaces or dashes).
 _FRAME = re.compile(r"\s*File [\"\u201c]([^\"\u201d]+)[\"\u201d], line (\d+)(?:, in (.+))?$")
+# The same line cut at the screen's edge: 'File "/usr/local/lib/python3.11/dist-packages/sgl'
+_CUT_FRAME = re.compile(
+    r"\s*File [\"\u201c]([^\"\u201d]+)(?:[\"\u201d](?:, line (\d+)(?:, in (.*))?|,[^\"\u201d]*)?)?$")
+MIN_CUT_WIDTH_LINES = 3  # lines of a traceback at its widest length that show a paste's width
 _CARET = re.compile(r"\s*[\^~]+\s*$")
 _CHAIN = (
     "During handling of the above exception, another exception occurred",
@@ -129,6 +133,21 @@ class Traceback:
         return self.exceptions[-1] if self.exceptions else ExceptionInfo()
 
     @property
+    def cause(self) -> ExceptionInfo:
+        """The exception of the chain that says what went wrong: the final one, unless it only
+        wraps the one before it — no message of its own, or that one's message repeated in
+        it (``raise OSError(f"{e}") from e``) — then, the same way, the one before."""
+        typed = [e for e in self.exceptions if e.type]
+        if not typed:
+            return self.final
+        found = typed[-1]
+        for inner in reversed(typed[:-1]):
+            if not _wraps(found, inner):
+                break
+            found = inner
+        return found
+
+    @property
     def exc_type(self) -> str | None:
         return self.final.type
 
@@ -172,10 +191,23 @@ class Traceback:
         }
 
 
+MIN_WRAPPED_CHARS = 8  # a shorter inner message is too common to prove the outer repeats it
+_SPACE = re.compile(r"\s+")
+
+
+def _wraps(outer: ExceptionInfo, inner: ExceptionInfo) -> bool:
+    """Whether ``outer`` only re-raises ``inner``: it adds no message, or quotes inner's."""
+    said = _SPACE.sub("", outer.message)
+    if not said or said == inner.short_type:
+        return True
+    quoted = _SPACE.sub("", inner.message.split("\n", 1)[0])[:200]
+    return len(quoted) >= MIN_WRAPPED_CHARS and quoted in said
+
+
 class _Builder:
     """Mutable state of one traceback being read."""
 
-    __slots__ = ("tb", "phase", "current", "tail", "record_level")
+    __slots__ = ("tb", "phase", "current", "tail", "record_level", "widest", "at_widest", "last_width")
 
     def __init__(self, line: LogLine, stream: str, head: bool, context: str = ""):
         self.tb = Traceback(stream=stream, tag=line.tag, wrapper=line.wrapper,
@@ -188,11 +220,19 @@ class _Builder:
         # A logger that prefixes every line of the traceback ("[ts] ERROR: Traceback …",
         # "[ts] ERROR:   File …"): the level of those records, else None
         self.record_level: str | None = None
+        # the widest line so far, how many lines have that width, and the last line's width: a
+        # paste copied from a terminal has its long lines all cut at the same width
+        self.widest = self.at_widest = self.last_width = 0
 
     # — evidence —
     def keep(self, line: LogLine) -> None:
         tb = self.tb
         tb.last_line = line.number
+        width = self.last_width = len(line.text)
+        if width > self.widest:
+            self.widest, self.at_widest = width, 1
+        elif width == self.widest:
+            self.at_widest += 1
         if len(tb.lines) < 2 * MAX_EVIDENCE_LINES:
             tb.lines.append((line.number, line.text))
         else:
@@ -244,7 +284,10 @@ class _Builder:
             tb.frames_cut = tb.frames_cut or bool(final.frames)
         msg = final.message.rstrip()
         cut_at_end = last_cut and self.phase == "message" and not msg.endswith(_TERMINAL_PUNCT)
-        if msg.endswith(("...", "\u2026")) or cut_at_end:
+        # the exception line is as wide as several others, the widest: cut at the paste's width
+        at_width = self.phase == "message" and self.last_width == self.widest \
+            and self.at_widest >= MIN_CUT_WIDTH_LINES and "\n" not in final.message
+        if msg.endswith(("...", "\u2026")) or cut_at_end or at_width:
             tb.message_truncated = True
         for exc in tb.exceptions:
             exc.message = exc.message.rstrip()
@@ -416,13 +459,13 @@ class TracebackAssembler:
             b.new_segment("cause" if stripped.startswith(_CHAIN[1]) else "context")
             b.phase = "blank"  # a header follows
             return True
-        m = _FRAME.match(text)
+        m = _FRAME.match(text) or _CUT_FRAME.match(text)
         if m:
             if b.phase == "message":
                 return False  # a second, unchained traceback: a new one starts here
             b.phase = "frames"
             function = m.group(3).rstrip() if m.group(3) else None
-            b.add_frame(Frame(m.group(1), int(m.group(2)), function))
+            b.add_frame(Frame(m.group(1), int(m.group(2)) if m.group(2) else None, function or None))
             return True
         m = _NATIVE_HEAD.search(text)
         if m:

@@ -318,3 +318,78 @@ def test_every_confidence_is_read_from_the_one_table(monkeypatch):
     unknown = log_bytes("Traceback (most recent call last):", '  File "/x/y.py", line 1, in f',
                         "ZeroDivisionError: division by zero")
     assert [(f.id, f.confidence) for f in findings(unknown)] == [("unclassified_exception", 0.43)]
+
+
+KEY_CHAIN = {"id": "unknown_model_type", "priority": 90,
+             "match": [{"exception": "KeyError", "frame": r"configuration_auto\.py"}]}
+
+
+def test_evidence_of_a_chain_shows_the_cause_the_pattern_did_not_match():
+    """The pattern matches the inner KeyError; the final ValueError explains it, so the
+    evidence cites the ValueError's line as well."""
+    data = log_bytes(
+        "Traceback (most recent call last):",
+        '  File "/venv/transformers/models/auto/configuration_auto.py", line 428, in from_pretrained',
+        '    config_class = CONFIG_MAPPING[config_dict["model_type"]]',
+        "KeyError: 'frobnicator'",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        *[f'  File "/venv/sglang/srt/step{i}.py", line {i}, in step{i}\n    step{i + 1}()' for i in range(6)],
+        '  File "/venv/transformers/models/auto/configuration_auto.py", line 430, in from_pretrained',
+        "    raise ValueError(",
+        "ValueError: The checkpoint you are trying to load has model type `frobnicator` but Transformers "
+        "does not recognize this architecture.",
+    )
+    top = findings(data, KEY_CHAIN)[0]
+    shown = [e.text for e in top.evidence]
+    assert top.id == "unknown_model_type"
+    assert "KeyError: 'frobnicator'" in shown
+    assert any(t.startswith("ValueError: The checkpoint") for t in shown)
+    assert len(shown) <= 8
+
+
+# — plain error lines matched to SGLang's failure sites ——————————————————————————————
+
+PD_ERROR = "[2026-11-02 10:00:05 TP0] Failed to get prefill server info: 503, Service Unavailable"
+SIGQUIT_LINE = "[2026-11-02 10:00:06] Received sigquit from a child process. It usually means the child failed."
+
+
+def test_a_plain_error_line_is_matched_to_the_site_that_printed_it():
+    data = log_bytes("[2026-11-02 10:00:00] server_args=ServerArgs(model_path='m', disaggregation_mode='decode')",
+                     PD_ERROR, SIGQUIT_LINE)
+    top = findings(data, SIGQUIT)[0]
+    assert top.id == "pd_kv_transfer_failed" and top.severity == "error"
+    assert [e.line for e in top.evidence] == [2]
+    assert top.facts["site"]["function"] == "CommonKVManager.try_ensure_parallel_info"
+
+
+def test_an_error_line_in_a_run_that_kept_serving_or_went_on_is_not_a_cause():
+    decode = ("[2026-11-02 10:00:07 TP0] Decode batch, #running-req: 1, #token: 90, token usage: 0.00, "
+              "gen throughput (token/s): 9.0, #queue-req: 0")
+    served = findings(log_bytes(PD_ERROR, decode, SIGQUIT_LINE), SIGQUIT)
+    assert all(f.id != "pd_kv_transfer_failed" for f in served)
+    went_on = findings(log_bytes(PD_ERROR, *[f"[2026-11-02 10:00:06] step {i}" for i in range(30)]))
+    assert all(f.id != "pd_kv_transfer_failed" for f in went_on)
+    at_the_end = findings(log_bytes(*[f"[2026-11-02 10:00:04] step {i}" for i in range(5)], PD_ERROR))
+    assert at_the_end[0].id == "pd_kv_transfer_failed"
+
+
+
+def raised_in(path: str, function: str) -> bytes:
+    return log_bytes("Traceback (most recent call last):",
+                     f'  File "/usr/local/lib/python3.11/dist-packages/{path}", line 165, in {function}',
+                     '    architectures = config_dict.get("architectures") or []',
+                     "AttributeError: 'list' object has no attribute 'get'")
+
+
+def test_an_exception_sglang_raised_without_a_site_is_named_by_its_module():
+    top = findings(raised_in("sglang/srt/utils/hf_transformers/config.py", "_load_config"))[0]
+    assert top.id == "model_config_invalid" and top.confidence < 0.5
+    assert "model configuration" in top.title and "_load_config" in top.title
+
+
+def test_an_exception_raised_outside_sglang_stays_unclassified():
+    top = findings(raised_in("torch/nn/modules/module.py", "__getattr__"))[0]
+    assert top.id == "unclassified_exception" and top.facts["package"] == "torch"

@@ -22,6 +22,7 @@ from logforensics.sites import (
     categories,
     category_of,
     default_change,
+    flag_as_spelled,
     frame_package,
     match_traceback,
     plain_condition,
@@ -293,3 +294,44 @@ def test_a_traceback_raised_in_another_package_is_no_site_of_the_server():
     report = explain(log_bytes(*lines), catalog=make_catalog())
     assert [f.id for f in report.findings] == ["unclassified_exception"]
     assert match_traceback(report.findings[0].traceback, DIALECTS["vllm"].sites) is None
+
+
+# — flags named as the log's release spells them (data/sglang_flags.json.gz) ——————————————
+
+
+@pytest.mark.parametrize("flag, low, high, spelled", [
+    ("--mamba-radix-cache-strategy", "0.5.10", "0.5.10", "--mamba-scheduler-strategy"),  # before the rename
+    ("--mamba-scheduler-strategy", "0.5.23", "0.5.23", "--mamba-radix-cache-strategy"),  # after it
+    ("--mamba-radix-cache-strategy", "0.5.14", "0.5.23", "--mamba-radix-cache-strategy"),
+    ("--mamba-radix-cache-strategy", None, None,
+     "--mamba-radix-cache-strategy (named --mamba-scheduler-strategy before SGLang 0.5.14)"),
+    ("--cuda-graph-max-bs", "0.5.21", "0.5.22", "--cuda-graph-max-bs-decode"),
+    ("--tp-size", "0.4.6", "0.5.23", "--tp-size"),  # never renamed
+])
+def test_a_flag_is_named_as_the_release_spells_it(flag, low, high, spelled):
+    assert flag_as_spelled(flag, low and _vt(low), high and _vt(high)) == spelled
+
+
+MAMBA_SITE = {"k": "raise", "t": "ValueError", "re": r"Radix cache for mamba needs a hybrid model, got (?P<arch>.*?)",
+              "f": "sglang/srt/server_args.py", "fn": "ServerArgs._handle_mamba_radix_cache",
+              "c": ["not is_hybrid"], "flags": [], "env": [], "args": ["mamba_radix_cache_strategy"],
+              "r": [["0.5.10", "0.5.23"]]}
+
+
+@pytest.mark.parametrize("version, flag", [("0.5.10", "--mamba-scheduler-strategy"),
+                                           ("0.5.23", "--mamba-radix-cache-strategy")])
+def test_a_site_finding_names_the_flag_of_the_logs_release(monkeypatch, version, flag):
+    import logforensics.sites as sites
+
+    data = sites._default_sites()
+    monkeypatch.setitem(sites._LOADED, data.index,
+                        SiteIndex.from_records(["0.5.10", "0.5.23"], [MAMBA_SITE], data=data))
+    data = log_bytes(f"[2026-11-02 10:00:00] sglang version: {version}",
+                     "Traceback (most recent call last):",
+                     '  File "/usr/lib/python3/dist-packages/sglang/srt/server_args.py", line 9, '
+                     'in _handle_mamba_radix_cache',
+                     '    raise ValueError(f"...")',
+                     "ValueError: Radix cache for mamba needs a hybrid model, got LlamaForCausalLM")
+    top = explain(data, catalog=make_catalog()).findings[0]
+    assert top.id == "server_args_invalid"
+    assert f"`{flag}`" in top.fix and f"SGLang {version}" in top.fix

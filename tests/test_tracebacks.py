@@ -270,6 +270,69 @@ def test_chained_exceptions_list_has_one_entry_per_exception(text, chain):
         ("KeyError", "'k'", None), ("RuntimeError", "lookup failed", chain)]
 
 
+WRAPPED = """\
+Traceback (most recent call last):
+  File "/srv/hub.py", line 7, in fetch
+    raise HTTPError("404 Client Error: Not Found for url: https://hub/x")
+HTTPError: 404 Client Error: Not Found for url: https://hub/x
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/srv/load.py", line 3, in load
+    raise OSError(f"{e}") from e
+OSError: 404 Client Error: Not Found for url: https://hub/x
+"""
+
+
+@pytest.mark.parametrize("text, cause", [
+    (CAUSE, "RuntimeError"),  # the outer exception says what failed: it is the cause
+    (CONTEXT, "RuntimeError"),
+    (WRAPPED, "HTTPError"),  # the outer one repeats the inner message: a wrapper
+    (WRAPPED.replace('OSError: 404 Client Error: Not Found for url: https://hub/x', 'OSError'), "HTTPError"),
+    (WRAPPED.replace("OSError: 404", "OSError: model load failed: 404"), "HTTPError"),
+])
+def test_the_cause_of_a_chain_is_the_final_exception_unless_it_wraps(text, cause):
+    tb = only(text)
+    assert tb.cause.type == cause
+    assert tb.exc_type == tb.exceptions[-1].type  # the final exception is still the one raised
+
+
+def test_a_short_inner_message_is_not_proof_of_wrapping():
+    tb = only(CAUSE.replace('RuntimeError("lookup failed")', 'RuntimeError("k")')
+               .replace("RuntimeError: lookup failed", "RuntimeError: bad key 'k'"))
+    assert tb.cause.type == "RuntimeError"
+
+
+CUT_AT_80 = "".join(line[:80] + "\n" for line in """\
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.11/dist-packages/sglang/srt/server_args.py", line 277, in resolve_once
+    run_resolution_pipeline(self)
+  File "/usr/local/lib/python3.11/dist-packages/sglang/srt/utils/hf_transformers/config.py", line 165, in load
+    architectures = config_dict.get("architectures") or []
+                    ^^^^^^^^^^^^^^^
+OSError: It looks like the config file at '/models/some_model/config.json' is not a valid JSON file.
+[2026-11-02 10:00:06] next record
+""".splitlines())
+
+
+def test_frames_and_message_cut_at_the_screen_width():
+    """A paste copied from an 80-column terminal: frame lines cut inside the path still are
+    frames, and an exception line as wide as the widest lines is a cut message."""
+    tb = only(CUT_AT_80)
+    assert [f.file for f in tb.frames] == ["/usr/local/lib/python3.11/dist-packages/sglang/srt/server_args.py",
+                                           "/usr/local/lib/python3.11/dist-packages/sglang/srt/utils/hf_transformers"]
+    assert [f.line for f in tb.frames] == [None, None]  # ", line 277" is past column 80
+    assert tb.frames[1].source == 'architectures = config_dict.get("architectures") or []'
+    assert tb.message_truncated and tb.missing == ["message_truncated"]
+
+
+def test_a_short_exception_line_in_a_cut_paste_is_complete():
+    tb = only(CUT_AT_80.replace("OSError: It looks like the config file at '/models/some_model/config.json' is "
+                                "not a valid JSON file."[:80], "OSError: bad config"))
+    assert tb.message == "bad config" and not tb.message_truncated
+
+
 def test_two_unchained_tracebacks_are_two_tracebacks():
     """Without a chain marker, a new "Traceback" header after a finished exception starts a new
     traceback: Python always prints the marker for a chain."""

@@ -159,6 +159,7 @@ class SiteData:
     categories: str  # which root cause a site stands for, by its home
     package: str  # "sglang"
     core: str  # "sglang/srt/"
+    flags: str | None = None  # "sglang_flags.json.gz": each renamed flag's spellings by release
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ DIALECT = Dialect(
     facts=load_facts(bundled_dir() / "sglang" / "facts.toml"),
     launch_args=LaunchArgs("nnodes", "node_rank", ("dist_init_addr",), "tp_size"),
     sites=SiteData(index="sglang_sites.json.gz", categories="site_categories.toml", package="sglang",
-                   core="sglang/srt/"),
+                   core="sglang/srt/", flags="sglang_flags.json.gz"),
     memory_ledger=read_ledger,
     memory_facts=memory_facts,
 )
