@@ -391,7 +391,7 @@ class Matcher:
         return new
 
     def on_traceback(self, tb: Traceback, run: Run) -> list[Hit]:
-        may_be_cut = tb.message_truncated or tb.ends_input
+        may_be_cut = tb.may_be_cut
         new = []
         matched_ids: set[str] = set()
         ordered = [tb.final] + [e for e in reversed(tb.exceptions) if e is not tb.final]
@@ -458,7 +458,7 @@ class Matcher:
             for tb in run.tracebacks:  # condition AND traceback keys
                 for exc in [tb.final] + [e for e in tb.exceptions if e is not tb.final]:
                     result = self._guarded(pattern, _exception_matches, spec, exc, tb,
-                                           tb.message_truncated or tb.ends_input)
+                                           tb.may_be_cut)
                     if result is not None:
                         ev = traceback_evidence(tb, exc)
                         ev += [e for e in evidence if e.line not in {x.line for x in ev}]

@@ -340,7 +340,7 @@ def match_traceback(tb: Traceback, data: SiteData | None = None) -> SiteMatch | 
     return index.lookup(tb.exc_type, tb.message, file=frame.file if frame else None,
                                function=frame.function if frame else None,
                                source=frame.source if frame else None,
-                               cut=tb.message_truncated or tb.ends_input)
+                               cut=tb.may_be_cut)
 
 
 def _shown_prefix(piece: str, rest: str) -> int:

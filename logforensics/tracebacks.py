@@ -148,6 +148,12 @@ class Traceback:
         return found
 
     @property
+    def may_be_cut(self) -> bool:
+        """Whether the final message may go on past what the log shows: cut (``...``, at the
+        line cap or the paste's width), or at the end of the input without a sentence's end."""
+        return self.message_truncated or (self.ends_input and not self.message.rstrip().endswith(_TERMINAL_PUNCT))
+
+    @property
     def exc_type(self) -> str | None:
         return self.final.type
 

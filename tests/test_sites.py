@@ -190,6 +190,16 @@ def test_categories_come_from_the_sites_home():
     assert category_of(site("sglang/srt/distributed/utils.py", "ensure_divisibility")).id == \
         "tp_size_not_divisible_heads"
     assert category_of(site("sglang/srt/managers/scheduler.py")) is None
+    # the argument parser's --config file, the chat template, the config's rope_scaling
+    assert category_of(site("sglang/srt/utils/server_args_config_parser.py", "_validate_yaml_file",
+                            "Config file not found: (?P<path>.*?)")).id == "server_args_invalid"
+    assert category_of(site("sglang/srt/parser/template_manager.py", "_load_explicit_chat_template",
+                            "Chat template (?P<t>.*?) is not a built-in template name")).id == "server_args_invalid"
+    assert category_of(site("sglang/srt/layers/rotary_embedding/factory.py", "get_rope",
+                            "Unknown RoPE scaling type (?P<t>.*?)")).id == "model_config_invalid"
+    # the tokenizer manager's serving loop is not tokenizer loading
+    assert category_of(site("sglang/srt/managers/tokenizer_manager.py", "TokenizerManager.sigterm_watchdog",
+                            "Signal SIGTERM received while health check failed", "log.error")) is None
 
 
 def test_frame_package_names_the_raising_package():

@@ -333,6 +333,15 @@ def test_a_short_exception_line_in_a_cut_paste_is_complete():
     assert tb.message == "bad config" and not tb.message_truncated
 
 
+@pytest.mark.parametrize("last, cut", [
+    ("ValueError: --x extra_buffer needs mamba state, got Qwen2ForCausalLM.", False),  # a sentence's end
+    ("ValueError: --x extra_buffer needs mamba state, got Qwen2", True),  # the paste may stop mid-message
+])
+def test_a_message_at_the_end_of_input_may_be_cut_unless_it_ends_a_sentence(last, cut):
+    tb = only(f'Traceback (most recent call last):\n  File "/a.py", line 1, in f\n    g()\n{last}\n')
+    assert tb.ends_input and tb.may_be_cut is cut
+
+
 def test_two_unchained_tracebacks_are_two_tracebacks():
     """Without a chain marker, a new "Traceback" header after a finished exception starts a new
     traceback: Python always prints the marker for a chain."""
