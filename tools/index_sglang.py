@@ -452,11 +452,32 @@ def build_defaults(versions: list[str], cache: Path) -> dict:
     return {"releases": read, "changes": dict(sorted(changes.items()))}
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--versions", nargs="*", help="releases to index (default: every one >= 0.4.6)")
+def release_data_parser(description: str, out: Path) -> argparse.ArgumentParser:
+    """The options shared by the scripts that build data from the wheels (``--versions``,
+    ``--cache``, ``--out``)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--versions", nargs="*", help="releases to read (default: every one >= 0.4.6)")
     ap.add_argument("--cache", type=Path, default=CACHE, help="where wheels are kept")
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--out", type=Path, default=out)
+    return ap
+
+
+def release_data_args(description: str, out: Path, argv: list[str] | None) -> tuple[list[str], argparse.Namespace]:
+    """The releases to read and the shared options, parsed."""
+    ns = release_data_parser(description, out).parse_args(argv)
+    return sorted(ns.versions or versions_on_registry(), key=Version), ns
+
+
+def write_data(data: dict, out: Path) -> None:
+    """``data`` as deterministic gzipped JSON (no timestamp: a rebuild is byte-identical)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    payload = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+    with open(out, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, compresslevel=9) as gz:
+        gz.write(payload)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = release_data_parser(__doc__.split("\n\n")[0], OUT)
     ap.add_argument("--defaults-out", type=Path, default=DEFAULTS_OUT)
     ap.add_argument("--defaults-only", action="store_true", help="only the changed ServerArgs defaults")
     ns = ap.parse_args(argv)
@@ -472,16 +493,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write(data: dict, out: Path) -> None:
-    """``data`` as the gzipped JSON logx reads (byte-identical for identical input)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    payload = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
-    with open(out, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, compresslevel=9) as gz:
-        gz.write(payload)
+    """A site index as the gzipped JSON logx reads, and what it holds."""
+    write_data(data, out)
     cols = data["columns"]
     templates = set(zip(cols["t"], cols["re"], strict=True))
     print(f"{len(data['releases'])} releases, {data['site_count_all_releases']} sites in all, "
           f"{len(cols['re'])} distinct sites, {len(templates)} unique templates, "
           f"{out.stat().st_size} bytes -> {out}", file=sys.stderr)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -18,18 +18,13 @@ Only settings whose name changed are stored: the rest need no translation.
 
 from __future__ import annotations
 
-import argparse
 import ast
-import gzip
-import json
 import sys
 import zipfile
 from pathlib import Path
 
-from packaging.version import Version
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from index_sglang import CACHE, versions_on_registry, wheel_for  # noqa: E402
+from index_sglang import release_data_args, wheel_for, write_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "logforensics" / "data" / "sglang_flags.json.gz"
@@ -146,16 +141,9 @@ def build(versions: list[str], cache: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--versions", nargs="*", help="releases to read (default: every one >= 0.4.6)")
-    ap.add_argument("--cache", type=Path, default=CACHE, help="where wheels are kept")
-    ap.add_argument("--out", type=Path, default=OUT)
-    ns = ap.parse_args(argv)
-    versions = sorted(ns.versions or versions_on_registry(), key=Version)
+    versions, ns = release_data_args(__doc__.split("\n\n")[0], OUT, argv)
     data = build(versions, ns.cache)
-    payload = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
-    with open(ns.out, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, compresslevel=9) as gz:
-        gz.write(payload)
+    write_data(data, ns.out)
     print(f"{len(versions)} releases, {len(data['settings'])} renamed settings, "
           f"{ns.out.stat().st_size} bytes -> {ns.out}", file=sys.stderr)
     return 0
