@@ -312,13 +312,19 @@ def traceback_evidence(tb: Traceback, exc: ExceptionInfo | None = None) -> list[
     return [Evidence(n, text) for n, text in sorted(picked.items())[:MAX_EVIDENCE]]
 
 
+MAX_FAILURE_LINES = 2  # later lines of a long message that say what failed, beyond the first three
+_FAILURE_LINE = re.compile(r"(?i)\b(?:error|fail(?:ed|s|ure)?)\b")
+
+
 def _exception_lines(lines: list[tuple[int, str]], exc: ExceptionInfo) -> list[tuple[int, str]]:
-    """``exc``'s type line and the two after it, found among a traceback's evidence lines."""
+    """``exc``'s type line and the two after it, found among a traceback's evidence lines, and
+    the first later lines of its message that say what failed (NCCL's "Last error:" detail)."""
     if exc.type:
         key = exc.message.split("\n", 1)[0][:60]
         for i, (_n, text) in enumerate(lines):
             if (exc.type in text or "what():" in text) and key in text:
-                return lines[i : i + 3]
+                rest = lines[i + 3 : i + 1 + exc.message.count("\n") + 1]
+                return lines[i : i + 3] + [x for x in rest if _FAILURE_LINE.search(x[1])][:MAX_FAILURE_LINES]
     return []
 
 

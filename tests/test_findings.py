@@ -393,3 +393,18 @@ def test_an_exception_sglang_raised_without_a_site_is_named_by_its_module():
 def test_an_exception_raised_outside_sglang_stays_unclassified():
     top = findings(raised_in("torch/nn/modules/module.py", "__getattr__"))[0]
     assert top.id == "unclassified_exception" and top.facts["package"] == "torch"
+
+
+def test_evidence_of_a_long_message_keeps_its_later_failure_lines():
+    """NCCL's message says what failed after "Last error:", several lines down."""
+    nccl = {"id": "nccl_system", "priority": 80, "match": [{"message": r"unhandled system error"}]}
+    data = log_bytes(
+        "Traceback (most recent call last):",
+        '  File "/venv/torch/distributed/distributed_c10d.py", line 10, in barrier',
+        "    work = group.barrier(opts=opts)",
+        "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:81, unhandled system error",
+        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
+        "Last error:",
+        "Error while creating shared memory segment /dev/shm/nccl-x (size 9637888)")
+    shown = [e.text for e in findings(data, nccl)[0].evidence]
+    assert "Error while creating shared memory segment /dev/shm/nccl-x (size 9637888)" in shown
