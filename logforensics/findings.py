@@ -266,6 +266,8 @@ def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
         if not exc.message:
             return None
         found = _search_message(spec.message, exc.message, may_be_cut)
+        if found is None and exc.head_cut and "\n" in exc.message:  # its first line ends at the paste's width
+            found = _search(spec.message, exc.message.split("\n", 1)[0], True)
         if found is None:
             return None
         m, partial = found

@@ -337,10 +337,13 @@ def match_traceback(tb: Traceback, data: SiteData | None = None) -> SiteMatch | 
     if frame is not None and frame.file and "/" in frame.file \
             and not _package_path(frame.file, index.data.package):
         return None  # raised in another package (torch, transformers, json): no site of this server raised it
-    return index.lookup(tb.exc_type, tb.message, file=frame.file if frame else None,
-                               function=frame.function if frame else None,
-                               source=frame.source if frame else None,
-                               cut=tb.may_be_cut)
+    final = tb.final
+    first_line_cut = final.head_cut and "\n" in final.message  # the rest is not what follows it
+    return index.lookup(tb.exc_type, final.message.split("\n", 1)[0] if first_line_cut else final.message,
+                        file=frame.file if frame else None,
+                        function=frame.function if frame else None,
+                        source=frame.source if frame else None,
+                        cut=tb.may_be_cut or first_line_cut)
 
 
 def _shown_prefix(piece: str, rest: str) -> int:

@@ -93,6 +93,8 @@ class ExceptionInfo:
     frames_elided: int = 0
     native: bool = False  # a C++ exception (``what():``), type is the C++ type if known
     chain: str | None = None  # how it relates to the previous one: "context" | "cause"
+    head_width: int = 0  # the width of the line that printed its type (a paste's width cuts it)
+    head_cut: bool = False  # that line was cut at the paste's width: the message's first line is a prefix
 
     @property
     def short_type(self) -> str | None:
@@ -213,7 +215,7 @@ def _wraps(outer: ExceptionInfo, inner: ExceptionInfo) -> bool:
 class _Builder:
     """Mutable state of one traceback being read."""
 
-    __slots__ = ("tb", "phase", "current", "tail", "record_level", "widest", "at_widest", "last_width")
+    __slots__ = ("tb", "phase", "current", "tail", "record_level", "widest", "at_widest")
 
     def __init__(self, line: LogLine, stream: str, head: bool, context: str = ""):
         self.tb = Traceback(stream=stream, tag=line.tag, wrapper=line.wrapper,
@@ -226,15 +228,17 @@ class _Builder:
         # A logger that prefixes every line of the traceback ("[ts] ERROR: Traceback …",
         # "[ts] ERROR:   File …"): the level of those records, else None
         self.record_level: str | None = None
-        # the widest line so far, how many lines have that width, and the last line's width: a
-        # paste copied from a terminal has its long lines all cut at the same width
-        self.widest = self.at_widest = self.last_width = 0
+        # the widest line so far and how many lines have that width: a paste copied from a
+        # terminal has its long lines all cut at the same width
+        self.widest = self.at_widest = 0
 
     # — evidence —
     def keep(self, line: LogLine) -> None:
         tb = self.tb
         tb.last_line = line.number
-        width = self.last_width = len(line.text)
+        width = len(line.text)
+        if self.phase == "message" and self.current.type and not self.current.head_width:
+            self.current.head_width = width
         if width > self.widest:
             self.widest, self.at_widest = width, 1
         elif width == self.widest:
@@ -290,10 +294,10 @@ class _Builder:
             tb.frames_cut = tb.frames_cut or bool(final.frames)
         msg = final.message.rstrip()
         cut_at_end = last_cut and self.phase == "message" and not msg.endswith(_TERMINAL_PUNCT)
-        # the exception line is as wide as several others, the widest: cut at the paste's width
-        at_width = self.phase == "message" and self.last_width == self.widest \
-            and self.at_widest >= MIN_CUT_WIDTH_LINES and "\n" not in final.message
-        if msg.endswith(("...", "\u2026")) or cut_at_end or at_width:
+        # an exception line as wide as several others, the widest, was cut at the paste's width
+        for exc in tb.exceptions:
+            exc.head_cut = self.at_widest >= MIN_CUT_WIDTH_LINES and exc.head_width == self.widest
+        if msg.endswith(("...", "\u2026")) or cut_at_end or (final.head_cut and "\n" not in final.message):
             tb.message_truncated = True
         for exc in tb.exceptions:
             exc.message = exc.message.rstrip()

@@ -408,3 +408,16 @@ def test_evidence_of_a_long_message_keeps_its_later_failure_lines():
         "Error while creating shared memory segment /dev/shm/nccl-x (size 9637888)")
     shown = [e.text for e in findings(data, nccl)[0].evidence]
     assert "Error while creating shared memory segment /dev/shm/nccl-x (size 9637888)" in shown
+
+
+
+def test_a_pattern_matches_the_cut_first_line_of_a_long_message():
+    arch = {"id": "unsupported_arch", "priority": 80,
+            "match": [{"message": r"'(?P<arch>\w+)' is not a registered model in the Transformers library"}]}
+    frame = '  File "/usr/local/lib/python3.11/dist-packages/sglang/srt/model_loader/utils.py", line 90, in resolve'
+    data = "".join(line[:80] + "\n" for line in [
+        "Traceback (most recent call last):", frame, frame, frame,
+        "ValueError: Cannot find model module. 'FrobnicatorForCausalLM' is not a registered model in the "
+        "Transformers library (only relevant if the model is meant to be in Transformers)",
+        "", "and 'AutoModel' is not present in the model config's 'auto_map'."]).encode()
+    assert findings(data, arch)[0].id == "unsupported_arch"

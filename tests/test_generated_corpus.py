@@ -25,8 +25,6 @@ KNOWN_MISSES = {
         "json_model_override_args_invalid__cut80",
         # the frame that says "tokenizer loading" is cut off or gone: the JSONDecodeError alone is not enough
         "tokenizer_json_corrupt__tail5", "tokenizer_json_corrupt__cut80",
-        # a multi-line message (or one cut mid-word) whose first line is cut at column 80
-        "unknown_architecture__cut80", "unknown_model_type__cut80",
         # cut at 80, a catalog pattern's wide gap lets the prefix claim it
         "mamba_extra_buffer_on_dense_model__cut80",
     },

@@ -327,6 +327,15 @@ def test_frames_and_message_cut_at_the_screen_width():
     assert tb.message_truncated and tb.missing == ["message_truncated"]
 
 
+def test_the_first_line_of_a_long_message_cut_at_the_screen_width():
+    """A message of several lines whose first line is as wide as the paste: that line is a
+    prefix (``head_cut``); the message goes on below it."""
+    text = CUT_AT_80.replace("[2026-11-02 10:00:06] next record\n", "You can update the library.\n")
+    tb = only(text)
+    assert tb.cause.head_cut and tb.message.endswith("You can update the library.")
+    assert not tb.message_truncated
+
+
 def test_a_short_exception_line_in_a_cut_paste_is_complete():
     tb = only(CUT_AT_80.replace("OSError: It looks like the config file at '/models/some_model/config.json' is "
                                 "not a valid JSON file."[:80], "OSError: bad config"))
