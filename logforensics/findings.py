@@ -431,7 +431,8 @@ class Matcher:
 
     def _unclassified(self, tb: Traceback, run: Run) -> Hit:
         frame = tb.raising_frame
-        where = f"{frame.file}:{frame.line} in {frame.function}" if frame else "unknown location"
+        where = "unknown location" if frame is None else frame.file + (f":{frame.line}" if frame.line else "") \
+            + (f" in {frame.function}" if frame.function else "")  # a frame line cut at the screen edge has neither
         exc_type = tb.exc_type or "an exception (its type line was cut off)"
         message = tb.message.split("\n", 1)[0][:300] if tb.message else "(message not in the log)"
         server = run.dialect
