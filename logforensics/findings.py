@@ -154,7 +154,10 @@ def required_literals(rx) -> tuple[tuple[str, ...], bool] | None:
     Read from the pattern's syntax tree (the standard library's parser: the catalog's
     patterns use the syntax common to ``re`` and ``regex``; anything else gives ``None``, so
     the pattern is always searched). A sequence requires the best literal of its items, a
-    branch one literal of each alternative; optional parts and classes require nothing."""
+    branch one literal of each alternative; optional parts and classes require nothing. A
+    case-insensitive part (``(?i:…)``) case-folds every literal: the line is then case-folded
+    too, which keeps every match (a pattern with no prefilter is searched on every line, and a
+    search with a timeout costs hundreds of microseconds for some patterns)."""
     source = rx.pattern
     if not isinstance(source, str):
         return None
@@ -169,7 +172,7 @@ def _literals_of(source: str, ignorecase: bool) -> tuple[tuple[str, ...], bool] 
     from re import _constants as C  # type: ignore[attr-defined]  # noqa: N812 - typeshed stubs only sre_*
     from re import _parser  # type: ignore[attr-defined]
 
-    if "[[" in source or "(?V1" in source:
+    if "(?V1" in source:  # V1's nested sets are not re's syntax
         return None
     try:
         with warnings.catch_warnings():
@@ -178,6 +181,7 @@ def _literals_of(source: str, ignorecase: bool) -> tuple[tuple[str, ...], bool] 
     except Exception:  # noqa: BLE001 - regex-only syntax: no prefilter for it
         return None
     repeats = tuple(getattr(C, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(C, n))
+    folded = bool(tree.state.flags & re.IGNORECASE) or ignorecase
 
     def seq(items) -> list[str] | None:
         options: list[list[str]] = []
@@ -198,7 +202,11 @@ def _literals_of(source: str, ignorecase: bool) -> tuple[tuple[str, ...], bool] 
 
     def item(op, av) -> list[str] | None:
         if op is C.SUBPATTERN:
-            return None if av[1] & re.IGNORECASE else seq(av[3])
+            need = seq(av[3])
+            if need and av[1] & re.IGNORECASE:
+                nonlocal folded
+                folded = True
+            return need
         if op is C.BRANCH:
             out: list[str] = []
             for alternative in av[1]:
@@ -217,10 +225,9 @@ def _literals_of(source: str, ignorecase: bool) -> tuple[tuple[str, ...], bool] 
     if not literals or min(map(len, literals)) < MIN_LITERAL:
         return None
     # a catalog Regex is compiled without flags: its inline ones are in the tree
-    casefold = bool(tree.state.flags & re.IGNORECASE) or ignorecase
-    if casefold:
+    if folded:
         literals = [lit.casefold() for lit in literals]
-    return tuple(sorted(set(literals), key=len, reverse=True)), casefold
+    return tuple(sorted(set(literals), key=len, reverse=True)), folded
 
 
 def _search(pattern, text: str, may_be_cut: bool) -> tuple[Any, bool] | None:

@@ -145,6 +145,16 @@ def test_required_literals_examples():
     assert required_literals(regex.compile(r"a|bcd")) is None  # too short to reject anything
     assert required_literals(regex.compile(r"(?i)address already in use"))[1] is True
     assert required_literals(regex.compile(r"\p{L}+ failed hard")) is None  # regex-only syntax
+    # a scoped case-insensitive part folds every literal; an escaped bracket before a set is re's syntax
+    lits, casefold = required_literals(regex.compile(r"Mooncake failed|(?i:cannot register)"))
+    assert set(lits) == {"mooncake failed", "cannot register"} and casefold
+    assert required_literals(regex.compile(r"archs? \[[^\]]*\] not supported")) == (("] not supported",), False)
+
+
+def test_every_bundled_line_pattern_has_a_prefilter():
+    """A line pattern without required literals is searched on every line of every log, and a
+    search with a timeout costs up to hundreds of microseconds: each must have one."""
+    assert [pid for pid, rx in LINE_SPECS if required_literals(rx) is None] == []
 
 
 def test_a_backtracking_user_pattern_is_reported_once_and_disabled():
