@@ -31,11 +31,15 @@ from .errors import (
     SourceError,
 )
 from .incident import explain_deployments
-from .render.console import make_console
-from .render.incident import render_incident
-from .render.report import render
 from .report import unreadable_json
 from .sources import expand_inputs
+
+
+def make_console(width: int | None = None, stderr: bool = False):
+    """``render.console.make_console``, imported when a command prints text (not for --json)."""
+    from .render.console import make_console as make
+
+    return make(width, stderr)
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Read LLM inference-server logs (SGLang first): what the run reached, "
@@ -129,12 +133,16 @@ def explain_cmd(
                       dialect=dialect.value if dialect else None)
     if status_only:
         raise typer.Exit(_status(logs, options, catalog, as_json, width))
-    console = make_console(width)
     paths = expand_inputs(logs)
     explained = explain_deployments(paths, jobs, options=options, catalog=catalog, names=paths,
                                     separate=separate)
     payloads: list[dict] = []
     worst = EXIT_OK
+    if not as_json:  # rich and the renderers only for text: --json starts faster without them
+        from .render.incident import render_incident
+        from .render.report import render
+
+        console = make_console(width)
     for name, item in zip(explained.names, explained.items, strict=True):
         if isinstance(item, RunNotFoundError):
             raise UsageError(str(item)) from None
@@ -214,10 +222,12 @@ def status_cmd(
 
 
 def _status(logs: list[str], options: Options, catalog, as_json: bool, width: int | None) -> int:
-    from .render.status import render_status
     from .staleness import status_json
 
-    console = make_console(width)
+    if not as_json:
+        from .render.status import render_status
+
+        console = make_console(width)
     payloads, worst = [], EXIT_OK
     for log in logs:
         try:

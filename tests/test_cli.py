@@ -249,3 +249,21 @@ def test_shell_completion_offers_subcommands(shell, env):
     out = res.stdout.decode()
     assert "add" in out and "check" in out, out
     assert "--install-completion" in logx("--help").stdout.decode()
+
+
+def test_json_commands_import_no_text_renderer():
+    """Start-up: ``--json`` prints no text, so it loads neither ``render/`` nor rich."""
+    probe = (
+        "import sys\n"
+        "from logforensics.cli import main\n"
+        f"for argv in (['explain', '--json', {str(SEED)!r}], ['status', '--json', {str(HEALTHY)!r}]):\n"
+        "    sys.argv = ['logx', *argv]\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('logforensics.render', 'rich'))), file=sys.stderr)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60)
+    assert b'"schema": "logx.report/1"' in res.stdout and b'"schema": "logx.status/1"' in res.stdout
+    assert res.stderr.decode().strip().splitlines()[-1] == "[]"
