@@ -13,7 +13,11 @@ and ``grep -c Traceback``. Prints a Markdown table: seconds, MB/s, lines/s and p
 
 ``--shapes`` instead benchmarks each of gen_log.py's shapes (``all`` or a comma list): per shape,
 ``logx explain`` and the plain read loop, interleaved in the same run, and a table of each
-shape's speed as a share of the read loop's.
+shape's speed as a share of the read loop's, by wall time and by CPU time (user + system: on a
+shared machine the CPU time is the steadier figure).
+
+``--startup`` times what a small log costs: ``logx status --json`` and ``logx explain --json``
+of a fixture log against a bare ``python -c pass``, ``--repeat`` runs each (best and median).
 """
 
 from __future__ import annotations
@@ -35,21 +39,22 @@ WRAPPER = (
     # stdout to a pipe, not /dev/null: grep stops at its first match when it writes to /dev/null
     "p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)\n"
     "d = time.perf_counter() - t\n"
-    "print(d, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.returncode)\n"
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(d, u.ru_maxrss, p.returncode, u.ru_utime + u.ru_stime)\n"
 )
 READ_LOOP = "import sys\nn = 0\nwith open(sys.argv[1], 'rb') as fh:\n    for _ in fh:\n        n += 1\n"
 
 
-def measure(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, int, int]:
-    """Best wall time of ``repeat`` runs, with peak RSS (KiB) and exit code; ``env`` is added
-    to the environment."""
+def measure(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, int, int, float]:
+    """Best wall time of ``repeat`` runs, with peak RSS (KiB), exit code and CPU seconds;
+    ``env`` is added to the environment."""
     best = None
     for _ in range(repeat):
         out = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], capture_output=True, text=True, check=True,
                              env={**os.environ, **(env or {})})
-        secs, rss, rc = out.stdout.split()
+        secs, rss, rc, cpu = out.stdout.split()
         if best is None or float(secs) < best[0]:
-            best = (float(secs), int(rss), int(rc))
+            best = (float(secs), int(rss), int(rc), float(cpu))
     return best  # type: ignore[return-value]
 
 
@@ -107,21 +112,44 @@ def shapes_table(workdir: Path, a: argparse.Namespace) -> None:
     for shape in names:
         log = generated(workdir, a.size, a.seed, shape=shape)
         size, lines = log.stat().st_size, count_lines(log)
-        best_x = best_l = None
+        xs, loops = [], []
         for _ in range(a.repeat):  # interleaved, so that load on the machine hits both alike
-            x = measure(logx + ["explain", "--json", str(log)], 1)
-            loop = measure([sys.executable, "-c", READ_LOOP, str(log)], 1)
-            best_x = x if best_x is None or x[0] < best_x[0] else best_x
-            best_l = loop if best_l is None or loop[0] < best_l[0] else best_l
-        rows.append((shape, size, lines, best_x, best_l))
-        print(f"{shape}: explain {best_x[0]:.2f} s, loop {best_l[0]:.2f} s", file=sys.stderr)
+            xs.append(measure(logx + ["explain", "--json", str(log)], 1))
+            loops.append(measure([sys.executable, "-c", READ_LOOP, str(log)], 1))
+        x, loop = min(xs), min(loops)  # best wall time
+        x_cpu, loop_cpu = min(r[3] for r in xs), min(r[3] for r in loops)
+        rows.append((shape, size, lines, x, loop, x_cpu, loop_cpu))
+        print(f"{shape}: explain {x[0]:.2f} s ({x_cpu:.2f} s CPU), loop {loop[0]:.2f} s ({loop_cpu:.2f} s CPU)",
+              file=sys.stderr)
     print(f"\n{machine()}; best of {a.repeat}\n")
-    print("| shape | MB | lines | `logx explain --json` (s) | read loop (s) | share of loop speed | lines/s "
-          "| peak RSS (MB) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for shape, size, lines, x, loop in rows:
+    print("| shape | MB | lines | `logx explain --json` (s) | read loop (s) | share of loop speed | CPU s: explain "
+          "/ loop | share by CPU | lines/s | peak RSS (MB) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for shape, size, lines, x, loop, x_cpu, loop_cpu in rows:
         print(f"| {shape} | {size / 1e6:.0f} | {lines:,} | {x[0]:.2f} | {loop[0]:.2f} | {loop[0] / x[0]:.0%} | "
-              f"{lines / x[0]:,.0f} | {x[1] / 1024:.0f} |")
+              f"{x_cpu:.2f} / {loop_cpu:.2f} | {loop_cpu / x_cpu:.0%} | {lines / x[0]:,.0f} | {x[1] / 1024:.0f} |")
+
+
+def startup_table(a: argparse.Namespace) -> None:
+    """A small log's cost, start-up included: ``logx status`` and ``logx explain`` (JSON, the
+    fixtures' healthy TP1 log) beside an interpreter that does nothing."""
+    log = HERE.parent / "fixtures" / "none__healthy_tp1.log"
+    logx = logx_command()
+    rows = [("`python -c pass`", [sys.executable, "-c", "pass"]),
+            ("`logx status --json` (small log)", logx + ["status", "--json", str(log)]),
+            ("`logx explain --json` (small log)", logx + ["explain", "--json", str(log)])]
+    times: dict[str, list[tuple[float, int, int, float]]] = {label: [] for label, _ in rows}
+    for _ in range(a.repeat):  # interleaved
+        for label, cmd in rows:
+            times[label].append(measure(cmd, 1))
+    print(f"\n{machine()}; {a.repeat} runs each, interleaved\n")
+    print("| command | best (ms) | median (ms) | median CPU (ms) | peak RSS (MB) |")
+    print("|---|---:|---:|---:|---:|")
+    for label, _ in rows:
+        runs = sorted(times[label])
+        cpu = sorted(r[3] for r in runs)
+        print(f"| {label} | {runs[0][0] * 1e3:.0f} | {runs[len(runs) // 2][0] * 1e3:.0f} | "
+              f"{cpu[len(cpu) // 2] * 1e3:.0f} | {runs[0][1] / 1024:.0f} |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,7 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per command; the best is shown")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--shapes", help="benchmark gen_log.py's shapes instead: 'all' or a comma list")
+    ap.add_argument("--startup", action="store_true", help="time a small log's status and explain instead")
     a = ap.parse_args(argv)
+    if a.startup:
+        startup_table(a)
+        return 0
 
     workdir = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="logx-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -158,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
           file=sys.stderr)
     results = []
     for label, cmd, env in rows:
-        secs, rss, rc = measure(cmd, a.repeat, env)
+        secs, rss, rc, _cpu = measure(cmd, a.repeat, env)
         results.append((label, secs, rss, rc))
         print(f"{label}: {secs:.2f} s", file=sys.stderr)
 
