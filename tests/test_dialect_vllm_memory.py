@@ -3,6 +3,8 @@ numbers, and the fixes it turns into flags."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from logforensics.dialects.vllm.memory import VllmLedger, build, ceil2, floor_to
 
 V0_NO_ROOM = [
@@ -108,3 +110,24 @@ def test_missing_figures_are_named_not_invented():
 def test_rounding_helpers():
     assert ceil2(0.5625) == 0.57 and ceil2(0.57) == 0.57
     assert floor_to(77830.4, 16) == 77824
+
+
+def test_a_vllm_ledger_title_does_not_name_sglangs_static_fraction():
+    """vLLM has no ``--mem-fraction-static``: its ledger (torch's OOM figures) is not told it
+    lacks one; SGLang's says the fraction, or that the log does not give it."""
+    from rich.console import Console
+
+    from logforensics import explain
+    from logforensics.memory import build_ledger
+    from logforensics.render.memory import render_ledger
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    titles = {}
+    for name in ("vllm/forward_cuda_oom_activations__v1_013_long_prompts.log",
+                 "kv_cache_no_room_mem_fraction__weights_leave_no_kv_tp2.log"):
+        report = explain(fixtures / name)
+        console = Console(width=200, record=True, color_system=None)
+        console.print(render_ledger(build_ledger(report.run))[0])
+        titles[name.split("/")[0]] = console.export_text()
+    assert "mem_fraction_static" not in titles["vllm"]
+    assert "mem_fraction_static" in titles["kv_cache_no_room_mem_fraction__weights_leave_no_kv_tp2.log"]

@@ -209,6 +209,9 @@ class Ledger:
     phase: str
     ranks: list[RankLedger] = field(default_factory=list)
     mem_fraction_static: float | None = None
+    # the server's name for the static fraction, set by a dialect whose ledger reads one
+    # (SGLang's "mem_fraction_static"); None: the title says nothing of it
+    static_fraction_name: str | None = None
     mfs_source: str | None = None
     tp_size: int | None = None
     ooms: list[OOMRecord] = field(default_factory=list)

@@ -135,8 +135,9 @@ def render_ledger(ledger: Ledger, bars: bool = False) -> list:
     mfs = ledger.mem_fraction_static
     title = Text("Memory", style="bold")
     title.append(" (GiB per GPU; used → free after", style="dim")
-    title.append(f"; mem_fraction_static={frac(mfs)}" if mfs is not None else "; mem_fraction_static unknown",
-                 style="dim")
+    name = ledger.static_fraction_name
+    if name is not None:  # a server without a static fraction (vLLM) is not told it lacks one
+        title.append(f"; {name}={frac(mfs)}" if mfs is not None else f"; {name} unknown", style="dim")
     title.append(")", style="dim")
     out.append(title)
     if ledger.status == "not touched":

@@ -47,7 +47,8 @@ def read_ledger(run: Any) -> Ledger:
     """The run's ledger from its SGLang memory events and its tracebacks (torch OOMs, the
     phase each rank failed in, the figures of SGLang's own memory errors)."""
     args = run.args
-    ledger = Ledger(run_index=run.index, touched=run.memory_touched, phase=run.phase)
+    ledger = Ledger(run_index=run.index, touched=run.memory_touched, phase=run.phase,
+                    static_fraction_name="mem_fraction_static")
     mfs = number(args.get("mem_fraction_static"))
     if mfs is not None:
         ledger.mem_fraction_static, ledger.mfs_source = mfs, "server_args"
