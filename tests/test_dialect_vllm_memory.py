@@ -131,3 +131,15 @@ def test_a_vllm_ledger_title_does_not_name_sglangs_static_fraction():
         titles[name.split("/")[0]] = console.export_text()
     assert "mem_fraction_static" not in titles["vllm"]
     assert "mem_fraction_static" in titles["kv_cache_no_room_mem_fraction__weights_leave_no_kv_tp2.log"]
+
+
+def test_an_oom_a_few_shards_into_loading_is_the_loader_not_the_models_size():
+    """Most of the GPU allocated after 3% of the shards: the loader's copies, not the weights;
+    the same OOM late in the loading is a model too large for the GPU."""
+    from logforensics import explain
+
+    log = (Path(__file__).resolve().parent.parent / "fixtures" / "vllm"
+           / "weight_load_oom_version_regression__v1_013_first_shard.log").read_text()
+    assert explain(log.encode()).findings[0].id == "weight_load_oom_version_regression"
+    late = log.replace("3% Completed | 1/30", "60% Completed | 18/30")
+    assert explain(late.encode()).findings[0].id == "weight_load_oom_model_too_large"

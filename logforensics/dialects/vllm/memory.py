@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...memory.torch_oom import parse_torch_oom
+
 MIN_KV_GIB = 1.0  # a suggested utilization leaves at least this much for the KV cache
 UTIL_CAP = 0.95  # never suggest a utilization above this (graphs and the sampler need the rest)
 BLOCK_SIZE = 16  # vLLM's default KV block size: a suggested --max-model-len is a multiple of it
@@ -419,6 +421,28 @@ def _oom_in(stage: str):
     return check
 
 
+LOADER_PROGRESS_LIMIT = 5  # percent: no real checkpoint is 20x a GPU's memory per rank
+
+
+def _oom_loading_far_beyond_the_shards(run: Any) -> list[tuple[int, str]] | None:
+    """a vLLM run ran out of GPU memory with most of the GPU allocated by PyTorch while its
+    weight loading had read at most ``LOADER_PROGRESS_LIMIT``% of the checkpoint: the weights
+    so far cannot hold that memory, the loader does (extra copies: a loader regression), not a
+    model too large for the GPU"""
+    if run.dialect.name != "vllm" or furthest_stage(run) != "weights":
+        return None
+    progress = [e for e in run.memory_events if e.kind == "weight_load_progress"]
+    if not progress or progress[-1].fields.get("percent", 100) > LOADER_PROGRESS_LIMIT:
+        return None
+    texts = [(tb.first_line, f"{tb.exc_type}: {tb.message}") for tb in run.tracebacks if tb.exc_type]
+    texts += [(e.number, e.line.text) for e in run.memory_events if e.kind == "oom_line"]
+    for number, text in texts:
+        oom = parse_torch_oom(text)
+        if oom is not None and oom.allocated_gib and oom.total_gib and oom.allocated_gib >= 0.8 * oom.total_gib:
+            return [(number, text[:300]), (progress[-1].number, progress[-1].line.text[:300])]
+    return None
+
+
 def _shutdown_requested(run: Any) -> list[tuple[int, str]] | None:
     """a vLLM server was asked to stop (SIGINT/SIGTERM, "Shutting down."): the engine's death
     that follows is the shutdown, not a failure"""
@@ -431,6 +455,7 @@ def _shutdown_requested(run: Any) -> list[tuple[int, str]] | None:
 CONDITIONS = {
     "vllm_shutdown_requested": _shutdown_requested,
     "vllm_oom_during_weight_loading": _oom_in("weights"),
+    "vllm_oom_loading_far_beyond_the_shards": _oom_loading_far_beyond_the_shards,
     "vllm_oom_during_profiling": _oom_in("profiling"),
     "vllm_oom_during_graph_capture": _oom_in("capture"),
     "vllm_oom_during_serving": _oom_in("serving"),
