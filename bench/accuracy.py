@@ -3,7 +3,7 @@
     python bench/accuracy.py /work/shared/corpus [--json] [--jobs N]
 
 Prints top-1, key line cited, false alarms on healthy logs, precision/recall per root cause and
-every miss with what was found instead (logforensics/scoring.py computes them). Exit code 0, or
+every miss with what was found instead (logforensics/_scoring.py computes them). Exit code 0, or
 2 when the directory cannot be scored.
 """
 
@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from logforensics.scoring import LabelError, format_score, score_directory
+from logforensics._scoring import LabelError, format_score, score_directory
 
 
 def main(argv: list[str] | None = None) -> int:

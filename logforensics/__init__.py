@@ -2,7 +2,7 @@
 
 The data flow: ``sources`` (bytes) → ``lines`` (decode, prefixes) → ``events`` (typed lines)
 → ``tracebacks`` → ``runs`` → ``findings`` (the catalog) → ``report``; each server's knowledge
-lives in its dialect (``logforensics.dialects``). What this module exports is the public API;
+lives in its dialect (``logforensics._dialects``). What this module exports is the public API;
 the modules behind it may change.
 
     from logforensics import explain, parse
@@ -14,10 +14,10 @@ the modules behind it may change.
 
 __version__ = "0.1.0"
 
-from .analysis import Analyzer, Options, explain, explain_many  # noqa: E402
-from .catalog import Catalog, Pattern, load_catalog  # noqa: E402
-from .dialects import Detection, Dialect, detect  # noqa: E402
-from .errors import (  # noqa: E402
+from ._analysis import Analyzer, Options, explain, explain_many  # noqa: E402
+from ._catalog import Catalog, Pattern, load_catalog  # noqa: E402
+from ._dialects import Detection, Dialect, detect  # noqa: E402
+from ._errors import (  # noqa: E402
     EXIT_FAILURE,
     EXIT_INCONCLUSIVE,
     EXIT_INTERNAL,
@@ -29,12 +29,12 @@ from .errors import (  # noqa: E402
     RunNotFoundError,
     SourceError,
 )
-from .events import Event  # noqa: E402
-from .findings import Evidence, Finding  # noqa: E402
-from .pipeline import parse  # noqa: E402
-from .report import Report  # noqa: E402
-from .runs import Run  # noqa: E402
-from .tracebacks import Traceback  # noqa: E402
+from ._events import Event  # noqa: E402
+from ._findings import Evidence, Finding  # noqa: E402
+from ._pipeline import parse  # noqa: E402
+from ._report import Report  # noqa: E402
+from ._runs import Run  # noqa: E402
+from ._tracebacks import Traceback  # noqa: E402
 
 __all__ = [
     "EXIT_FAILURE",

@@ -1,5 +1,5 @@
 """``python -m logforensics`` runs the ``logx`` command line."""
 
-from .cli import main
+from ._cli import main
 
 main()

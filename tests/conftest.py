@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from logforensics.catalog import Catalog, build_pattern
+from logforensics._catalog import Catalog, build_pattern
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -24,7 +24,7 @@ def logx(*args, stdin: bytes | None = None, env: dict[str, str] | None = None) -
     is the point (pipes, FIFOs, signals) spawn one."""
     from typer.testing import CliRunner
 
-    from logforensics import cli
+    from logforensics import _cli as cli
 
     argv = [str(a) for a in args]
     with CliRunner().isolation(input=stdin, env=env) as (out, err, _):

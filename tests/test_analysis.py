@@ -10,7 +10,7 @@ from conftest import log_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logforensics.analysis import (
+from logforensics._analysis import (
     ACCESS,
     BLANK,
     DECODE,
@@ -23,10 +23,10 @@ from logforensics.analysis import (
     ScanTemplates,
     explain,
 )
-from logforensics.catalog import load_catalog
-from logforensics.dialects import DEFAULT
-from logforensics.pipeline import raw_lines
-from logforensics.sources import iter_spans
+from logforensics._catalog import load_catalog
+from logforensics._dialects import DEFAULT
+from logforensics._pipeline import raw_lines
+from logforensics._sources import iter_spans
 
 CATALOG = load_catalog()
 DIGITS = bytes.maketrans(b"123456789", b"000000000")
@@ -233,7 +233,7 @@ def test_c_scan_never_crashes_and_its_counts_add_up(block, pos, templates, width
 
 @pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])
 def test_a_full_template_table_forgets_other_templates_and_stays_exact(native, monkeypatch):
-    monkeypatch.setattr("logforensics.analysis.TEMPLATE_MAX_COUNT", 6)
+    monkeypatch.setattr("logforensics._analysis.TEMPLATE_MAX_COUNT", 6)
     lines = []
     for k in range(40):  # many distinct non-statistics lines between statistics lines
         lines += [f"[2026-03-23 14:01:00 TP0] odd line {'x' * k}", LINES[3], LINES[5], LINES[4]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import types
 
 import pytest
@@ -15,10 +16,10 @@ from logforensics import (
     Options,
     RunNotFoundError,
     SourceError,
-    errors,
     explain,
-    staleness,
 )
+from logforensics import _errors as errors
+from logforensics import _staleness as staleness
 
 ARGS = "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='m', tp_size=2)"
 
@@ -32,6 +33,18 @@ def test_all_lists_exactly_the_public_names():
     public = {name for name, value in vars(logforensics).items()
               if not name.startswith("_") and not isinstance(value, types.ModuleType)}
     assert public | {"__version__"} == exported
+
+
+def test_every_module_behind_the_api_is_private():
+    """The public API is ``__init__``'s exports: every other module and subpackage of the
+    package is ``_named`` (as httpx and structlog do), so nobody imports one by accident and
+    it may change. ``__main__`` (``python -m logforensics``) and the data folders are not code."""
+    root = pathlib.Path(logforensics.__file__).parent
+    code = [p for p in root.iterdir()
+            if (p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists()))
+            and p.name not in ("__init__.py", "__main__.py")]
+    assert code, "no modules found beside __init__.py"
+    assert [p.name for p in code if not p.name.startswith("_")] == []
 
 
 def test_every_error_is_a_logx_error_with_its_exit_code():

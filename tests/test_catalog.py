@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import pattern_dir
 
-from logforensics.catalog import CatalogError, builtin_dir, load_catalog, timed_search
-from logforensics.sites import categories
+from logforensics._catalog import CatalogError, builtin_dir, load_catalog, timed_search
+from logforensics._sites import categories
 
 GOOD = """
 [[pattern]]
@@ -142,8 +142,8 @@ def test_bundled_regexes_compile_on_first_use_and_user_ones_at_load(tmp_path, mo
     mine = load_catalog([d]).by_id["my_cause"].matches[0].line
     assert mine._compiled is not None
     # a bad regex in the bundled directory: lint reports it (load does not compile it)
-    monkeypatch.setattr("logforensics.catalog.builtin_dir", lambda: d)
+    monkeypatch.setattr("logforensics._catalog.builtin_dir", lambda: d)
     (d / "p.toml").write_text(GOOD.replace("boom (?P<thing>\\w+)", "boom (unclosed"))
-    from logforensics.lint import lint_catalog
+    from logforensics._lint import lint_catalog
 
     assert any("pattern my_cause: bad regex in 'line'" in p for p in lint_catalog(fixtures=tmp_path))

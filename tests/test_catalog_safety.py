@@ -13,11 +13,11 @@ from conftest import make_catalog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logforensics.analysis import explain
-from logforensics.catalog import TRACEBACK_KEYS, load_catalog
-from logforensics.dialects import DIALECTS
-from logforensics.findings import required_literals
-from logforensics.lint import regex_is_safe
+from logforensics._analysis import explain
+from logforensics._catalog import TRACEBACK_KEYS, load_catalog
+from logforensics._dialects import DIALECTS
+from logforensics._findings import required_literals
+from logforensics._lint import regex_is_safe
 
 RULES = [rule for dialect in DIALECTS.values() for rule in dialect.rules]
 
@@ -165,8 +165,8 @@ def test_a_backtracking_user_pattern_is_reported_once_and_disabled():
 
     from rich.console import Console
 
-    from logforensics.catalog import DISABLE_AFTER_TIMEOUTS
-    from logforensics.render.report import render
+    from logforensics._catalog import DISABLE_AFTER_TIMEOUTS
+    from logforensics._render.report import render
 
     hostile = make_catalog({"id": "evil", "match": {"line": r"(a+)+$"}})
     data = "".join(f"[2026-03-23 14:00:{i:02d} TP0] {'a' * 5000}!\n" for i in range(12)).encode()

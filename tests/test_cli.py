@@ -224,7 +224,7 @@ def test_width_below_20_is_a_usage_error_not_an_empty_report():
 
 def test_patterns_list_through_a_pipe_keeps_every_id_whole():
     out = logx("patterns", "list").stdout.decode()
-    from logforensics.catalog import load_catalog
+    from logforensics._catalog import load_catalog
 
     for p in load_catalog().patterns:
         assert f" {p.id} " in out, p.id
@@ -255,14 +255,14 @@ def test_json_commands_import_no_text_renderer():
     """Start-up: ``--json`` prints no text, so it loads neither ``render/`` nor rich."""
     probe = (
         "import sys\n"
-        "from logforensics.cli import main\n"
+        "from logforensics._cli import main\n"
         f"for argv in (['explain', '--json', {str(SEED)!r}], ['status', '--json', {str(HEALTHY)!r}]):\n"
         "    sys.argv = ['logx', *argv]\n"
         "    try:\n"
         "        main()\n"
         "    except SystemExit:\n"
         "        pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('logforensics.render', 'rich'))), file=sys.stderr)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('logforensics._render', 'rich'))), file=sys.stderr)\n"
     )
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60)
     assert b'"schema": "logx.report/1"' in res.stdout and b'"schema": "logx.status/1"' in res.stdout

@@ -20,9 +20,9 @@ import pytest
 from conftest import CHILD, wait_for
 from typer.testing import CliRunner
 
-from logforensics.cli import app
-from logforensics.launcher import read_sidecar
-from logforensics.procinfo import process_info
+from logforensics._cli import app
+from logforensics._launcher import read_sidecar
+from logforensics._procinfo import process_info
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
 

@@ -1,4 +1,4 @@
-"""Times as the stale-log detector reads them (logforensics/clock.py): ``--since`` in every form."""
+"""Times as the stale-log detector reads them (logforensics/_clock.py): ``--since`` in every form."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from logforensics.clock import duration, parse_since
+from logforensics._clock import duration, parse_since
 
 
 @pytest.mark.parametrize(("text", "offset"), [("30s", 30), ("10m", 600), ("2h", 7200), ("1d", 86400),

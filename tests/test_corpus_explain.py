@@ -2,7 +2,7 @@
 
 Floors on the share of logs whose first fatal/error finding is the labelled root cause and on
 the share whose finding cites the labelled key line, and no fatal/error finding on healthy
-logs. Scored by ``logforensics.scoring`` (as ``bench/accuracy.py`` does). Skipped when the corpus
+logs. Scored by ``logforensics._scoring`` (as ``bench/accuracy.py`` does). Skipped when the corpus
 is not beside the checkout.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from conftest import CORPUS
 
-from logforensics.scoring import score_directory
+from logforensics._scoring import score_directory
 
 FLOOR = 1.0  # measured 85/85 (bench/accuracy.py); was 56/85 before the causes-over-symptoms work
 KEY_LINE_FLOOR = 1.0  # measured 81/81 (79/81 before the evidence kept a long message's failure lines)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from logforensics.events import Event
-from logforensics.pipeline import parse
-from logforensics.sources import iter_file
+from logforensics._events import Event
+from logforensics._pipeline import parse
+from logforensics._sources import iter_file
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
 LABELS = CORPUS / "labels.jsonl"

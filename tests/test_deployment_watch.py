@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from logforensics.analysis import Options
-from logforensics.incident import explain_deployments
-from logforensics.watch import WatchOptions, watch_many
+from logforensics._analysis import Options
+from logforensics._incident import explain_deployments
+from logforensics._watch import WatchOptions, watch_many
 
 DEPLOYMENTS = Path(__file__).resolve().parent.parent / "fixtures" / "deployments"
 

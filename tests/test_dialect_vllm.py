@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from conftest import REPO
 
-from logforensics.analysis import Options, explain
-from logforensics.dialects import detect
-from logforensics.dialects.vllm import DIALECT as VLLM
-from logforensics.lines import LogLine, split_prefixes
-from logforensics.pipeline import parse
+from logforensics._analysis import Options, explain
+from logforensics._dialects import detect
+from logforensics._dialects.vllm import DIALECT as VLLM
+from logforensics._lines import LogLine, split_prefixes
+from logforensics._pipeline import parse
 
 V066 = "INFO 12-20 20:25:46 worker.py:241] Memory profiling takes 19.77 seconds"
 V013 = ("(EngineCore_DP0 pid=7130) INFO 12-04 23:05:33 [core.py:93] Initializing a V1 LLM engine (v0.13.0) with"
@@ -158,7 +158,7 @@ def test_oom_is_told_apart_by_how_far_the_start_up_got(tmp_path):
         assert got[0] == want, (want, got)
 
 
-VLLM_TOKENIZER = __import__("logforensics.events", fromlist=["Tokenizer"]).Tokenizer(VLLM.rules)
+VLLM_TOKENIZER = __import__("logforensics._events", fromlist=["Tokenizer"]).Tokenizer(VLLM.rules)
 
 
 @pytest.mark.parametrize("name, code", [("none__healthy_cpu_startup", 0),
@@ -176,7 +176,7 @@ def test_watch_until_ready_gates_a_vllm_start_up_from_a_pipe(name, code):
 
 
 def test_vllm_facts_name_the_capture_flag_as_the_release_spells_it_and_bound_the_release():
-    from logforensics.runs import Run
+    from logforensics._runs import Run
 
     run = Run(index=1, first_line=1, dialect=VLLM)
     run.server_version = "0.9.2"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from logforensics.dialects.vllm.memory import VllmLedger, build, ceil2, floor_to
+from logforensics._dialects.vllm.memory import VllmLedger, build, ceil2, floor_to
 
 V0_NO_ROOM = [
     ("memory_budget", {"total_gib": 8.0, "util": 0.7, "budget_gib": 5.6}, 3),
@@ -118,8 +118,8 @@ def test_a_vllm_ledger_title_does_not_name_sglangs_static_fraction():
     from rich.console import Console
 
     from logforensics import explain
-    from logforensics.memory import build_ledger
-    from logforensics.render.memory import render_ledger
+    from logforensics._memory import build_ledger
+    from logforensics._render.memory import render_ledger
 
     fixtures = Path(__file__).resolve().parent.parent / "fixtures"
     titles = {}

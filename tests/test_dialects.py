@@ -11,16 +11,16 @@ import pytest
 from conftest import log_bytes
 from typer.testing import CliRunner
 
-from logforensics import dialects
-from logforensics.analysis import Analyzer, explain
-from logforensics.catalog import CatalogError, load_catalog
-from logforensics.cli import app
-from logforensics.dialects import DETECT_LINES, DIALECTS, detect, get
-from logforensics.dialects.base import PHASES, FlagRename, bundled_dir, load_facts
-from logforensics.dialects.sglang import DIALECT as SGLANG
-from logforensics.lines import LogLine, ServerPrefix, split_prefixes
-from logforensics.runs import Run
-from logforensics.sources import RawLine
+from logforensics import _dialects as dialects
+from logforensics._analysis import Analyzer, explain
+from logforensics._catalog import CatalogError, load_catalog
+from logforensics._cli import app
+from logforensics._dialects import DETECT_LINES, DIALECTS, detect, get
+from logforensics._dialects.base import PHASES, FlagRename, bundled_dir, load_facts
+from logforensics._dialects.sglang import DIALECT as SGLANG
+from logforensics._lines import LogLine, ServerPrefix, split_prefixes
+from logforensics._runs import Run
+from logforensics._sources import RawLine
 
 ARGS = "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='m', tp_size=2)"
 PREFIXED = "[2026-03-23 14:00:05 TP0] something only a prefix tells"
@@ -222,7 +222,7 @@ def test_a_dialect_crosses_processes_by_name():
     closures, so it is pickled by name and is the same object on arrival."""
     import pickle
 
-    from logforensics.dialects import DIALECTS
+    from logforensics._dialects import DIALECTS
 
     for dialect in DIALECTS.values():
         assert pickle.loads(pickle.dumps(dialect)) is dialect

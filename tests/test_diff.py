@@ -9,9 +9,9 @@ from conftest import FIXTURES, REPO
 from rich.console import Console
 from typer.testing import CliRunner
 
-from logforensics.cli import UsageError, app
-from logforensics.diff import SCHEMA, diff_logs
-from logforensics.render.diff import render_diff
+from logforensics._cli import UsageError, app
+from logforensics._diff import SCHEMA, diff_logs
+from logforensics._render.diff import render_diff
 
 PAIRS = FIXTURES / "diff"
 

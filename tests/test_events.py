@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from logforensics.dialects.sglang import DIALECT as SGLANG
-from logforensics.dialects.sglang.events import RULES
-from logforensics.events import Event, Rule, Tokenizer, convert
-from logforensics.lines import decode
-from logforensics.pipeline import parse
-from logforensics.sources import RawLine
+from logforensics._dialects.sglang import DIALECT as SGLANG
+from logforensics._dialects.sglang.events import RULES
+from logforensics._events import Event, Rule, Tokenizer, convert
+from logforensics._lines import decode
+from logforensics._pipeline import parse
+from logforensics._sources import RawLine
 
 REFERENCE = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "sglang-source.json"
 TS = "[2026-03-23 14:01:38 TP0] "

@@ -15,12 +15,12 @@ import pytest
 from conftest import FIXTURES, REPO
 from rich.console import Console
 
-from logforensics.analysis import Options, explain
-from logforensics.catalog import load_catalog
-from logforensics.dialects import DIALECTS
-from logforensics.render.report import render
-from logforensics.serving import FINDING_IDS as SERVING_WARNINGS
-from logforensics.tracebacks import is_caret_line
+from logforensics._analysis import Options, explain
+from logforensics._catalog import load_catalog
+from logforensics._dialects import DIALECTS
+from logforensics._render.report import render
+from logforensics._serving import FINDING_IDS as SERVING_WARNINGS
+from logforensics._tracebacks import is_caret_line
 
 # SGLang's at the top, each other dialect's in its folder (fixtures/diff/ holds logx diff's pairs)
 FIXTURE_FILES = sorted([*FIXTURES.glob("*.log"), *(p for name in DIALECTS if name != "sglang"

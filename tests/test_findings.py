@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import log_bytes, make_catalog
 
-from logforensics.analysis import explain
+from logforensics._analysis import explain
 
 SPEC = {
     "id": "spec_cause", "phase": "args", "priority": 90,
@@ -151,7 +151,7 @@ def test_unknown_exception_the_server_survived_is_a_warning():
 
 
 def test_an_aside_reporting_an_unknown_value_is_dropped():
-    from logforensics.findings import fill
+    from logforensics._findings import fill
 
     assert fill("lower `--x` (now {x}) or `--y` (now {y}).", {"y": 4}) == "lower `--x` or `--y` (now 4)."
 
@@ -283,7 +283,7 @@ def test_the_same_traceback_on_every_rank_is_cited_once():
 
     from rich.console import Console
 
-    from logforensics.render.report import render
+    from logforensics._render.report import render
 
     lines = []
     for rank in range(8):
@@ -305,7 +305,7 @@ def test_the_same_traceback_on_every_rank_is_cited_once():
 
 
 def test_every_confidence_is_read_from_the_one_table(monkeypatch):
-    from logforensics.findings import CONFIDENCE
+    from logforensics._findings import CONFIDENCE
 
     for key, value in (("line", 0.41), ("traceback_message", 0.42), ("unclassified", 0.43)):
         monkeypatch.setitem(CONFIDENCE, key, value)

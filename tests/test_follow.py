@@ -13,8 +13,8 @@ import time
 import pytest
 from conftest import WRITER
 
-from logforensics.follow import IDLE, Tick, follow_file, follow_stream
-from logforensics.sources import RawLine, SourceError
+from logforensics._follow import IDLE, Tick, follow_file, follow_stream
+from logforensics._sources import RawLine, SourceError
 
 
 @pytest.fixture

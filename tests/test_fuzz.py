@@ -9,11 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from logforensics.analysis import Analyzer, explain
-from logforensics.catalog import load_catalog
-from logforensics.cli import app
-from logforensics.pipeline import parse
-from logforensics.report import VERDICTS
+from logforensics._analysis import Analyzer, explain
+from logforensics._catalog import load_catalog
+from logforensics._cli import app
+from logforensics._pipeline import parse
+from logforensics._report import VERDICTS
 
 CATALOG = load_catalog()
 SEVERITIES = {"fatal", "error", "warning", "info"}

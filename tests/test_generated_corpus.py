@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from logforensics.scoring import score_directory
+from logforensics._scoring import score_directory
 
 GENERATED = Path(__file__).resolve().parent.parent / "fixtures" / "generated"
 # directory -> the logs logx is known to get wrong (README, "Accuracy", says why)

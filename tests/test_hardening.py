@@ -15,9 +15,10 @@ import time
 import pytest
 from conftest import pattern_dir, pattern_toml
 
-from logforensics import analysis, cli
-from logforensics.analysis import Analyzer, explain, explain_many
-from logforensics.sources import MAX_LINE_BYTES, SourceError, check_readable
+from logforensics import _analysis as analysis
+from logforensics import _cli as cli
+from logforensics._analysis import Analyzer, explain, explain_many
+from logforensics._sources import MAX_LINE_BYTES, SourceError, check_readable
 
 TS = "[2026-03-23 14:00:00 TP0] "
 

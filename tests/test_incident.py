@@ -1,4 +1,4 @@
-"""Several node logs of one launch explained together (logforensics/incident.py)."""
+"""Several node logs of one launch explained together (logforensics/_incident.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from conftest import FIXTURES, REPO, logx
 from rich.console import Console
 
-from logforensics.analysis import Options, explain
-from logforensics.catalog import load_catalog
-from logforensics.incident import (
+from logforensics._analysis import Options, explain
+from logforensics._catalog import load_catalog
+from logforensics._incident import (
     CLOCK_TOLERANCE,
     Failure,
     Incident,
@@ -22,7 +22,7 @@ from logforensics.incident import (
     merge,
     summarize,
 )
-from logforensics.render.incident import render_incident
+from logforensics._render.incident import render_incident
 
 DEPLOYMENTS = FIXTURES / "deployments"
 CASES = sorted(p for p in DEPLOYMENTS.iterdir() if p.is_dir())
@@ -199,7 +199,7 @@ def test_node_rank_from_tp_ranks_and_the_one_left_over():
 
 
 def test_a_stream_is_shown_as_its_process():
-    from logforensics.incident import process
+    from logforensics._incident import process
 
     assert [process(s) for s in ("TP3", "DP1 TP3 EP3", "sglang|TP3", "Worker_TP3 pid=3321|", "")] == \
         ["TP3", "DP1 TP3 EP3", "TP3", "Worker_TP3", ""]

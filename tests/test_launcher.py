@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import wait_for
 
-from logforensics.launcher import (
+from logforensics._launcher import (
     SCHEMA,
     LaunchError,
     LaunchResult,
@@ -24,7 +24,7 @@ from logforensics.launcher import (
     read_sidecar,
     sidecar_path,
 )
-from logforensics.procinfo import process_info
+from logforensics._procinfo import process_info
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
 
@@ -145,7 +145,7 @@ def test_survives_launching_parent_exit(tmp_path):
     parent = (
         f"import sys, json; sys.path.insert(0, {str(ROOT)!r})\n"
         "from pathlib import Path\n"
-        "from logforensics.launcher import launch\n"
+        "from logforensics._launcher import launch\n"
         f"r = launch([sys.executable, '-c', {child!r}, {marker!r}], Path({str(log)!r}))\n"
         "print(json.dumps([r.pid, r.supervisor_pid]))\n"
     )

@@ -82,6 +82,6 @@ def test_rich_is_imported_only_by_the_text_views():
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
             if any(n == "rich" or n.startswith("rich.") for n in names):
                 users.add(_module_name(path))
-    outside = {u for u in users if not u.startswith("logforensics.render")}
+    outside = {u for u in users if not u.startswith("logforensics._render")}
     assert outside == set()
-    assert {"logforensics.render.report", "logforensics.render.status"} <= users
+    assert {"logforensics._render.report", "logforensics._render.status"} <= users

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logforensics.dialects import DEFAULT
-from logforensics.lines import LogLine, parse_timestamp, visible_text
-from logforensics.lines import decode as decode_with
-from logforensics.sources import RawLine
+from logforensics._dialects import DEFAULT
+from logforensics._lines import LogLine, parse_timestamp, visible_text
+from logforensics._lines import decode as decode_with
+from logforensics._sources import RawLine
 
 
 def line(data: bytes | str, number: int = 1, offset: int = 0, **raw) -> LogLine:
@@ -214,7 +214,7 @@ def test_decode_never_raises(data):
 
 
 def test_container_runtime_timestamps_are_stripped():
-    from logforensics.sources import RawLine
+    from logforensics._sources import RawLine
 
     raw = b"2026-03-23T14:01:38.123456789Z [2026-03-23 14:01:38 TP1] Load weight begin. avail mem=1.00 GB"
     line = decode(RawLine(1, 0, raw))
@@ -224,7 +224,7 @@ def test_container_runtime_timestamps_are_stripped():
 
 
 def test_glog_timestamp_gets_the_year_and_whole_seconds():
-    from logforensics.lines import glog_timestamp
+    from logforensics._lines import glog_timestamp
 
     assert glog_timestamp("[rank3]:[E1120 14:15:30.000000123 ProcessGroupNCCL.cpp:632] x", 2026) == \
         "2026-11-20 14:15:30"
@@ -237,7 +237,7 @@ def test_glog_timestamp_gets_the_year_and_whole_seconds():
 
 def test_a_torch_stamp_gets_a_year_only_from_a_log_that_prints_one():
     """vLLM prints ``mm-dd``: its torch stamps stay year-less rather than take today's year."""
-    from logforensics.lines import glog_timestamp, printed_year
+    from logforensics._lines import glog_timestamp, printed_year
 
     line = "[rank3]:[E1120 14:15:33.000000456 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught"
     assert (printed_year("2026-11-20 14:00:02"), printed_year("11-20 14:00:02")) == (2026, None)

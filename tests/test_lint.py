@@ -5,9 +5,9 @@ from __future__ import annotations
 import regex
 from conftest import pattern_dir, pattern_toml
 
-from logforensics.catalog import load_catalog
-from logforensics.lint import fixtures_triggering, lint_catalog, regex_is_safe
-from logforensics.render.catalog import catalog_table
+from logforensics._catalog import load_catalog
+from logforensics._lint import fixtures_triggering, lint_catalog, regex_is_safe
+from logforensics._render.catalog import catalog_table
 
 
 def test_bundled_catalog_is_clean():
@@ -43,7 +43,8 @@ def test_lint_from_an_installed_wheel_without_fixtures(monkeypatch):
     the trigger check, exit 0."""
     from typer.testing import CliRunner
 
-    from logforensics import cli, lint
+    from logforensics import _cli as cli
+    from logforensics import _lint as lint
 
     monkeypatch.setattr(lint, "default_fixtures_dir", lambda: None)
     notes: list[str] = []

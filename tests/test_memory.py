@@ -16,13 +16,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from logforensics import memory
-from logforensics.analysis import explain, run_facts
-from logforensics.catalog import load_catalog
-from logforensics.conditions import CONDITIONS
-from logforensics.dialects.sglang import sizing
-from logforensics.dialects.sglang.memory import read_ledger
-from logforensics.dialects.sglang.sizing import (
+from logforensics import _memory as memory
+from logforensics._analysis import explain, run_facts
+from logforensics._catalog import load_catalog
+from logforensics._conditions import CONDITIONS
+from logforensics._dialects.sglang import sizing
+from logforensics._dialects.sglang.memory import read_ledger
+from logforensics._dialects.sglang.sizing import (
     kv_rest_gib,
     mamba_per_request_gib,
     mamba_requests_fit,
@@ -35,9 +35,9 @@ from logforensics.dialects.sglang.sizing import (
     suggest_mfs_for_graphs,
     suggest_tp_size,
 )
-from logforensics.memory import build_ledger, parse_torch_oom
-from logforensics.render.report import render
-from logforensics.runs import Run
+from logforensics._memory import build_ledger, parse_torch_oom
+from logforensics._render.report import render
+from logforensics._runs import Run
 
 CATALOG = load_catalog()
 

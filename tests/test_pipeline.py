@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logforensics.analysis import Options, explain
-from logforensics.events import Event
-from logforensics.pipeline import EventStream, parse, raw_lines, traceback_event
-from logforensics.sources import RawLine, iter_bytes, iter_stream, split_chunks
+from logforensics._analysis import Options, explain
+from logforensics._events import Event
+from logforensics._pipeline import EventStream, parse, raw_lines, traceback_event
+from logforensics._sources import RawLine, iter_bytes, iter_stream, split_chunks
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from conftest import wait_for
 
-from logforensics.procinfo import (
+from logforensics._procinfo import (
     ProcessInfo,
     ancestors,
     find_processes,
@@ -105,7 +105,7 @@ def test_find_processes_excludes_caller():
 
 def test_vanished_mid_read_is_not_alive(run_python, monkeypatch):
     """Simulate the race by killing the process between the stat and cmdline reads."""
-    import logforensics.procinfo as pi
+    import logforensics._procinfo as pi
 
     p = run_python("import time; time.sleep(5)")
     real_read = pi._read_bytes

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from logforensics.redact import RedactionError, Redactor
+from logforensics._redact import RedactionError, Redactor
 
 HF = "hf_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7"
 SK = "sk-proj-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3"

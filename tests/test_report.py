@@ -1,7 +1,7 @@
 
 
 def test_ended_messages_are_cut_at_a_word_boundary():
-    from logforensics.render.report import clip_words
+    from logforensics._render.report import clip_words
 
     msg = "Received sigquit from a child process. It usually means the child failed."
     assert clip_words(msg, 70) == "Received sigquit from a child process. It usually means the child…"

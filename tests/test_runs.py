@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from conftest import log_bytes
 
-from logforensics.dialects.sglang import DIALECT as SGLANG
-from logforensics.pipeline import parse
-from logforensics.runs import RunTracker, phase_from_frames
-from logforensics.tracebacks import Frame, Traceback
+from logforensics._dialects.sglang import DIALECT as SGLANG
+from logforensics._pipeline import parse
+from logforensics._runs import RunTracker, phase_from_frames
+from logforensics._tracebacks import Frame, Traceback
 
 ARGS = "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=2, mem_fraction_static=0.88)"
 
@@ -84,7 +84,7 @@ def test_phase_from_frames_reads_where_a_traceback_was_raised():
     def tb(*locs):
         t = Traceback(stream="", tag="", wrapper="", first_line=1)
         t.exceptions[0:0] = []
-        from logforensics.tracebacks import ExceptionInfo
+        from logforensics._tracebacks import ExceptionInfo
 
         t.exceptions = [ExceptionInfo(type="X", frames=[Frame(f, 1, fn) for f, fn in locs])]
         return t

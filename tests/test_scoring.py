@@ -8,7 +8,7 @@ import shutil
 import pytest
 from conftest import FIXTURES
 
-from logforensics.scoring import LabelError, format_score, key_line_numbers, load_labels, score_directory
+from logforensics._scoring import LabelError, format_score, key_line_numbers, load_labels, score_directory
 
 OOM = "decode_out_of_memory__page_size_tail"
 HEALTHY = "none__healthy_tp1"

@@ -9,12 +9,12 @@ import pytest
 from conftest import FIXTURES
 from rich.console import Console
 
-from logforensics.analysis import Analyzer, Options, ScanTemplates, explain
-from logforensics.dialects import DEFAULT
-from logforensics.dialects import get as load_dialect
-from logforensics.render.report import serving_summary
-from logforensics.serving import FINDING_IDS, SERIES_BUCKETS, Series, _ratio, layout, point
-from logforensics.sources import RawLine
+from logforensics._analysis import Analyzer, Options, ScanTemplates, explain
+from logforensics._dialects import DEFAULT
+from logforensics._dialects import get as load_dialect
+from logforensics._render.report import serving_summary
+from logforensics._serving import FINDING_IDS, SERIES_BUCKETS, Series, _ratio, layout, point
+from logforensics._sources import RawLine
 
 
 def findings(name: str):

@@ -6,8 +6,8 @@ import copy
 
 from conftest import FIXTURES
 
-from logforensics import serving_findings
-from logforensics.analysis import Analyzer, run_facts
+from logforensics import _serving_findings as serving_findings
+from logforensics._analysis import Analyzer, run_facts
 
 
 def test_a_curated_finding_is_enriched_as_a_new_finding_and_the_matchers_is_left_as_it_was():

@@ -10,10 +10,10 @@ import sys
 import pytest
 from conftest import CORPUS, FIXTURES, REPO, logx, make_catalog
 
-from logforensics.analysis import Options, explain
-from logforensics.catalog import load_catalog
-from logforensics.redact import Redactor
-from logforensics.share import MAX_OUTPUT_LINES, block_size, build_share, root_cause_id
+from logforensics._analysis import Options, explain
+from logforensics._catalog import load_catalog
+from logforensics._redact import Redactor
+from logforensics._share import MAX_OUTPUT_LINES, block_size, build_share, root_cause_id
 
 CATALOG = load_catalog()
 FIXTURE_LOGS = sorted(FIXTURES.glob("**/*.log"))

@@ -1,4 +1,4 @@
-"""SGLang's failure-site index (logforensics/sites.py): a sample of sites from several releases,
+"""SGLang's failure-site index (logforensics/_sites.py): a sample of sites from several releases,
 rendered as the tracebacks a user pastes (whole, cut at the screen edge, through ``tail -5``),
 is matched back to its site; findings name the site, its check and its flags."""
 
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO, log_bytes, make_catalog
 
-from logforensics.analysis import explain
-from logforensics.dialects.base import SiteData
-from logforensics.runs import _vt
-from logforensics.sites import (
+from logforensics._analysis import explain
+from logforensics._dialects.base import SiteData
+from logforensics._runs import _vt
+from logforensics._sites import (
     Site,
     SiteIndex,
     categories,
@@ -260,7 +260,7 @@ def test_the_index_tool_reads_literal_serverargs_defaults(tmp_path):
 def test_the_vllm_index_covers_its_releases_and_finds_a_config_check_nobody_wrote_a_pattern_for():
     """vLLM's index (tools/index_vllm.py) spans 0.6.6 to 0.33 in a small file; a rendered
     argument check of vLLM's is found at its site in a vLLM log and named by its category."""
-    from logforensics.dialects import DIALECTS
+    from logforensics._dialects import DIALECTS
 
     data = DIALECTS["vllm"].sites
     index = site_index(data)
@@ -283,8 +283,8 @@ def test_the_vllm_index_covers_its_releases_and_finds_a_config_check_nobody_wrot
 @pytest.mark.skipif(not REFERENCE.is_file(), reason="shared reference not beside the checkout")
 def test_every_vllm_category_is_a_known_root_cause():
     """A vLLM category names a reference root cause or one of the vLLM catalog's own ids."""
-    from logforensics.catalog import load_catalog
-    from logforensics.dialects import DIALECTS
+    from logforensics._catalog import load_catalog
+    from logforensics._dialects import DIALECTS
 
     ids = set(re.findall(r"^- `([a-z0-9_]+)`", (REFERENCE.parent / "root-causes.md").read_text(), re.M))
     ids |= {p.id for p in load_catalog().for_dialect("vllm").patterns}
@@ -299,7 +299,7 @@ def test_a_traceback_raised_in_another_package_is_no_site_of_the_server():
              '  File "/usr/local/lib/python3.11/site-packages/torch/__init__.py", line 2681, in __getattr__',
              '    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
              "AttributeError: module 'torch' has no attribute 'float99'"]
-    from logforensics.dialects import DIALECTS
+    from logforensics._dialects import DIALECTS
 
     report = explain(log_bytes(*lines), catalog=make_catalog())
     assert [f.id for f in report.findings] == ["unclassified_exception"]
@@ -331,7 +331,7 @@ MAMBA_SITE = {"k": "raise", "t": "ValueError", "re": r"Radix cache for mamba nee
 @pytest.mark.parametrize("version, flag", [("0.5.10", "--mamba-scheduler-strategy"),
                                            ("0.5.23", "--mamba-radix-cache-strategy")])
 def test_a_site_finding_names_the_flag_of_the_logs_release(monkeypatch, version, flag):
-    import logforensics.sites as sites
+    import logforensics._sites as sites
 
     data = sites._default_sites()
     monkeypatch.setitem(sites._LOADED, data.index,

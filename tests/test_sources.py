@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logforensics import sources
-from logforensics.pipeline import parse
-from logforensics.sources import (
+from logforensics import _sources as sources
+from logforensics._pipeline import parse
+from logforensics._sources import (
     MAX_LINE_BYTES,
     LineSplitter,
     RawLine,
@@ -378,7 +378,7 @@ def test_a_partial_line_flushed_early_keeps_its_number_when_it_continues():
 
 
 def test_expand_inputs_directories_and_quoted_globs(tmp_path):
-    from logforensics.sources import expand_inputs
+    from logforensics._sources import expand_inputs
 
     for name in ("node1.log", "node0.log", "node0.log.logx.json"):
         (tmp_path / name).write_text("x\n")

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 from conftest import CHILD, wait_for
 
-from logforensics.analysis import Analyzer, Options, explain
-from logforensics.clock import parse_since
-from logforensics.launcher import launch, read_sidecar
-from logforensics.procinfo import process_info
-from logforensics.report import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
-from logforensics.staleness import STATUS_IDS, Status, apply, assess, prepare
+from logforensics._analysis import Analyzer, Options, explain
+from logforensics._clock import parse_since
+from logforensics._launcher import launch, read_sidecar
+from logforensics._procinfo import process_info
+from logforensics._report import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
+from logforensics._staleness import STATUS_IDS, Status, apply, assess, prepare
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
 
@@ -513,7 +513,7 @@ def test_assess_is_usable_with_an_analyzer(tmp_path):
     analyzer = Analyzer()
     analyzer.start_at(ctx.offset)
     for n, line in enumerate(log.read_bytes().splitlines(), 1):
-        from logforensics.sources import RawLine
+        from logforensics._sources import RawLine
 
         analyzer.feed(RawLine(n, 0, line))
     analyzer.finish()
@@ -562,8 +562,8 @@ def test_sidecar_is_ignored_when_the_log_was_written_after_its_server_ended(tmp_
 def test_only_servers_that_can_be_this_logs_are_named(tmp_path, monkeypatch):
     """On a shared host, another user's SGLang server cannot be this log's writer: an empty
     log's report names this user's servers, not theirs."""
-    from logforensics import procinfo
-    from logforensics.procinfo import ProcessInfo
+    from logforensics import _procinfo as procinfo
+    from logforensics._procinfo import ProcessInfo
 
     def server(pid: int, uid: int) -> ProcessInfo:
         return ProcessInfo(pid=pid, alive=True, start_time=datetime.now(UTC), ppid=1, uid=uid,
@@ -591,8 +591,8 @@ def test_apply_returns_a_new_report_and_leaves_the_analysis_as_it_was(tmp_path):
 def test_a_logs_server_processes_are_its_own_servers(tmp_path, monkeypatch):
     """A vLLM log's status names live vLLM servers, never an SGLang server beside it (and the
     other way round); an empty log, which names no server, lists both."""
-    from logforensics import procinfo
-    from logforensics.procinfo import ProcessInfo
+    from logforensics import _procinfo as procinfo
+    from logforensics._procinfo import ProcessInfo
 
     me = os.getuid()
     commands = {111: ["python", "-m", "sglang.launch_server", "--port", "30000"],

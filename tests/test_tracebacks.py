@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logforensics.events import Event
-from logforensics.pipeline import EventStream, parse
-from logforensics.sources import RawLine, iter_bytes
-from logforensics.tracebacks import (
+from logforensics._events import Event
+from logforensics._pipeline import EventStream, parse
+from logforensics._sources import RawLine, iter_bytes
+from logforensics._tracebacks import (
     MAX_EVIDENCE_LINES,
     MAX_FRAMES_KEPT,
     Traceback,
@@ -642,7 +642,7 @@ def test_hostile_lines_are_linear_time():
     a run 16 times longer costs about 16 times the CPU time (256 if quadratic; bound 64)."""
     import time
 
-    from logforensics.pipeline import parse
+    from logforensics._pipeline import parse
 
     def cpu(data: bytes) -> float:
         best = float("inf")

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from logforensics.pipeline import parse
-from logforensics.tracebacks import Traceback
+from logforensics._pipeline import parse
+from logforensics._tracebacks import Traceback
 
 GENERATOR = Path(__file__).with_name("cpython_tracebacks.py")
 VERSIONS = ("3.10", "3.11", "3.12", "3.13")

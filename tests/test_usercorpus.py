@@ -10,10 +10,10 @@ import sys
 import pytest
 from conftest import CORPUS, FIXTURES, logx, pattern_dir
 
-from logforensics.analysis import Options, explain
-from logforensics.catalog import load_catalog
-from logforensics.scoring import answer_of, load_labels
-from logforensics.usercorpus import add, check, smallest_window
+from logforensics._analysis import Options, explain
+from logforensics._catalog import load_catalog
+from logforensics._scoring import answer_of, load_labels
+from logforensics._usercorpus import add, check, smallest_window
 
 CATALOG = load_catalog()
 FIXTURE_LOGS = sorted(FIXTURES.glob("*.log"))

@@ -27,13 +27,13 @@ import pytest
 from conftest import WRITER
 from rich.console import Console
 
-from logforensics.analysis import Options, explain
-from logforensics.catalog import load_catalog
-from logforensics.follow import IDLE
-from logforensics.render.watch import JsonRenderer, LiveRenderer
-from logforensics.sources import RawLine
-from logforensics.watch import WatchOptions, watch
-from logforensics.watcher import Watcher
+from logforensics._analysis import Options, explain
+from logforensics._catalog import load_catalog
+from logforensics._follow import IDLE
+from logforensics._render.watch import JsonRenderer, LiveRenderer
+from logforensics._sources import RawLine
+from logforensics._watch import WatchOptions, watch
+from logforensics._watcher import Watcher
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"

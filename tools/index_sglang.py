@@ -38,7 +38,7 @@ from pathlib import Path
 from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from logforensics.sites import filing_keys, to_columns  # noqa: E402  (how logx files the templates)
+from logforensics._sites import filing_keys, to_columns  # noqa: E402  (how logx files the templates)
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "sglang-wheels"

@@ -2,7 +2,7 @@
 """Build logx's index of vLLM's failure sites (``logforensics/data/vllm_sites.json.gz``).
 
 The sibling of ``tools/index_sglang.py`` (same walk, same data layout, read by
-``logforensics/sites.py`` through the vllm dialect's ``Dialect.sites``): every ``raise``,
+``logforensics/_sites.py`` through the vllm dialect's ``Dialect.sites``): every ``raise``,
 ``assert``, ``parser.error`` and failure-announcing log call under ``vllm/`` in the last
 release of each minor series from 0.6 on (``pip download vllm==X --no-deps``, cached under
 ``.cache/vllm-wheels/``, which git ignores; a wheel is 200-500 MB), with the release ranges in

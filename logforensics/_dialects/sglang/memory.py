@@ -1,0 +1,252 @@
+"""SGLang's memory lines, read into the memory ledger: which event fills which step, and the
+figures SGLang prints only inside its own error messages.
+
+SGLang prints ``avail mem``/``mem usage`` at each start-up step (``Load weight begin/end``,
+``KV Cache is allocated``, ``Mamba Cache is allocated``, ``Memory pool end``, ``Capture … CUDA
+graph begin/end``, the scheduler's ``max_total_num_tokens=…`` budget), on every rank; sizes are
+GiB although printed as "GB". ``read_ledger(run)`` turns the run's events (the kinds in
+``DIALECT.memory_kinds``) and tracebacks into a ``memory.Ledger``, then derives the KV room and
+the Mamba pool's capacity with SGLang's formulas (``sizing.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ..._memory.ledger import Ledger, RankLedger, attach_tracebacks, rank_label, rank_sort_key
+from ..._memory.torch_oom import other_threshold_gib
+from ..._memory.units import number
+from .sizing import kv_rest_gib, mamba_per_request_gib, mamba_requests_fit, mamba_slots_per_request
+
+if TYPE_CHECKING:
+    from ..._tracebacks import Traceback
+
+# which ledger step an event shows (its first line is the step's evidence)
+_EVENT_STEP = {"dist_init_end": "init", "memory_baseline": "init", "weight_load_begin": "weights",
+               "weight_load_end": "weights", "kv_cache_alloc": "kv_cache", "swa_pool": "kv_cache",
+               "mamba_cache_alloc": "mamba_cache", "max_running_capped": "mamba_cache",
+               "memory_pool_end": "pools", "cuda_graph_begin": "cuda_graphs",
+               "cuda_graph_progress": "cuda_graphs", "cuda_graph_end": "cuda_graphs",
+               "scheduler_budget": "serving"}
+_MAMBA_NO_ROOM = re.compile(r"Computed max_mamba_cache_size=(-?\d+) \(total_rest_memory=(-?\d+(?:\.\d+)?) GB, "
+                            r"mamba_cache_per_req=(\d+(?:\.\d+)?) MB\)")
+_MAMBA_TOO_SMALL = re.compile(r"max_mamba_cache_size=(-?\d+), mamba_ratio=(\d+), resulting max_num_reqs=(-?\d+)")
+_MAMBA_POOL_SIZE = re.compile(r"mamba_pool\.size=(\d+)")
+_MFS_IN_TEXT = re.compile(r"mem_fraction_static=(\d+(?:\.\d+)?)|--mem-fraction-static=(\d+(?:\.\d+)?)")
+
+
+def _hybrid_hint(run: Any) -> bool:
+    """A hybrid model by its class (the dialect's facts) or by what its errors say."""
+    if run.dialect.facts.hybrid_model(run.model_class):
+        return True
+    return any("mamba" in (tb.message or "").lower() for tb in run.tracebacks)
+
+
+def read_ledger(run: Any) -> Ledger:
+    """The run's ledger from its SGLang memory events and its tracebacks (torch OOMs, the
+    phase each rank failed in, the figures of SGLang's own memory errors)."""
+    args = run.args
+    ledger = Ledger(run_index=run.index, touched=run.memory_touched, phase=run.phase,
+                    static_fraction_name="mem_fraction_static")
+    mfs = number(args.get("mem_fraction_static"))
+    if mfs is not None:
+        ledger.mem_fraction_static, ledger.mfs_source = mfs, "server_args"
+    tp = args.get("tp_size")
+    ledger.tp_size = tp if isinstance(tp, int) else None
+    ledger.quantized = bool(args.get("quantization")) or bool(
+        re.search(r"(?i)fp8|fp4|awq|gptq|int4|int8|w4a|w8a|gguf|bnb", str(run.model or "")))
+    by_tag: dict[str, RankLedger] = {}
+    tagged = {e.line.tag for e in run.memory_events if e.line.tag}
+    lone = next(iter(tagged)) if len(tagged) == 1 else None
+
+    def rank_of(tag: str) -> RankLedger:
+        if not tag and lone is not None:
+            tag = lone
+        if tag not in by_tag:
+            by_tag[tag] = RankLedger(rank=tag)
+        return by_tag[tag]
+
+    for e in run.memory_events:
+        f = e.fields
+        kind = e.kind
+        if kind in ("mem_unbalanced", "hicache_alloc"):
+            continue
+        r = rank_of(e.line.tag)
+        step = _EVENT_STEP.get(kind)
+        if step is not None and step not in r.lines:
+            r.lines[step] = e.number
+            r.texts[step] = e.line.text
+        if kind in ("dist_init_end", "memory_baseline"):
+            if number(f.get("mem_usage_gb")) is not None:
+                r.before_weights_gib = number(f.get("mem_usage_gb"))
+        elif kind == "weight_load_begin":
+            r.weights_began = True
+            if r.avail_at_start_gib is None:
+                r.avail_at_start_gib = number(f.get("avail_gb"))
+        elif kind == "weight_load_end":
+            r.weights_done = True
+            if number(f.get("mem_usage_gb")) is not None:
+                r.weights_gib = number(f.get("mem_usage_gb"))
+            if number(f.get("avail_gb")) is not None:
+                r.avail_after_weights_gib = number(f.get("avail_gb"))
+        elif kind == "kv_cache_alloc":
+            k, v, kv = number(f.get("k_gb")), number(f.get("v_gb")), number(f.get("kv_gb"))
+            size = kv if kv is not None else ((k or 0.0) + (v or 0.0) if k is not None or v is not None else None)
+            if r.kv_tokens is None:
+                r.kv_tokens = f.get("tokens") if isinstance(f.get("tokens"), int) else None
+                r.kv_k_gib, r.kv_v_gib, r.kv_dtype = k, v, f.get("dtype")
+                r.kv_gib = size
+            elif size is not None:  # a second pool (draft model, "VA upper bound" …) adds up
+                r.kv_gib = (r.kv_gib or 0.0) + size
+        elif kind == "swa_pool":
+            r.swa = {k: f.get(k) for k in ("full_tokens", "swa_tokens") if f.get(k) is not None}
+        elif kind == "mamba_cache_alloc":
+            r.mamba_slots = f.get("max_mamba_cache_size") if isinstance(f.get("max_mamba_cache_size"), int) else None
+            r.mamba_conv_gib, r.mamba_ssm_gib = number(f.get("conv_gb")), number(f.get("ssm_gb"))
+            inter = [number(f.get(k)) for k in ("inter_ssm_gb", "inter_conv_gb")]
+            if any(x is not None for x in inter):
+                r.mamba_intermediate_gib = sum(x or 0.0 for x in inter)
+        elif kind == "max_running_capped":
+            if isinstance(f.get("slots_per_req"), int):
+                r.mamba_slots_per_request_logged = f["slots_per_req"]
+            if r.mamba_slots is None and isinstance(f.get("max_mamba_cache_size"), int):
+                r.mamba_slots = f["max_mamba_cache_size"]
+        elif kind == "memory_pool_end":
+            r.avail_after_pools_gib = number(f.get("avail_gb"))
+        elif kind == "cuda_graph_begin":
+            if not r.graph_began:
+                r.graph_begin_avail_gib = number(f.get("avail_gb"))
+            r.graph_began = True
+            r.graph_done = False
+        elif kind == "cuda_graph_progress":
+            r.graph_began = True
+            r.graph_last_bs = f.get("bs") if isinstance(f.get("bs"), int) else r.graph_last_bs
+            r.graph_last_avail_gib = number(f.get("avail_gb"))
+        elif kind == "cuda_graph_end":
+            r.graph_began = r.graph_done = True
+            if number(f.get("mem_usage_gb")) is not None:
+                r.graph_gib = (r.graph_gib or 0.0) + number(f.get("mem_usage_gb"))  # type: ignore[operator]
+            if number(f.get("avail_gb")) is not None:
+                r.avail_after_graphs_gib = number(f.get("avail_gb"))
+        elif kind == "scheduler_budget":
+            r.budget = {k: f.get(k) for k in ("max_total_num_tokens", "max_running_requests",
+                                               "context_len", "available_gpu_mem") if k in f}
+    # The tqdm capture bar is TP0's and has no rank prefix: with several ranks it attached to ""
+    if "" in by_tag and len(by_tag) > 1:
+        orphan = by_tag.pop("")
+        target = by_tag.get("TP0") or by_tag[sorted(by_tag, key=rank_sort_key)[0]]
+        if orphan.graph_last_avail_gib is not None and target.graph_began and not target.graph_done:
+            target.graph_last_bs, target.graph_last_avail_gib = orphan.graph_last_bs, orphan.graph_last_avail_gib
+    attach_tracebacks(run, ledger, by_tag, rank_of, _graph_capture_failed)
+    ledger.ranks = sorted(by_tag.values(), key=lambda r: rank_sort_key(r.rank))
+    for r in ledger.ranks:
+        if r.gpu_total_gib is None and r.avail_at_start_gib is not None:
+            r.gpu_total_gib = r.avail_at_start_gib + (r.before_weights_gib or 0.0)
+            r.gpu_total_source = "at least: free at start + init use"
+        elif r.gpu_total_gib is None and r.budget and number(r.budget.get("available_gpu_mem")) is not None:
+            r.gpu_total_gib = number(r.budget.get("available_gpu_mem"))
+            r.gpu_total_source = "at least: available_gpu_mem after start-up"
+    # — --mem-fraction-static from SGLang's own message when server_args is not in the log
+    for tb in run.tracebacks:
+        m = _MFS_IN_TEXT.search(tb.message or "")
+        if m and ledger.mem_fraction_static is None:
+            ledger.mem_fraction_static = float(m.group(1) or m.group(2))
+            ledger.mfs_source = "error message"
+        m2 = re.search(r"minimum viable = 1 - available/pre = (\d+(?:\.\d+)?)", tb.message or "")
+        if m2:
+            ledger.sglang_min_viable = float(m2.group(1))
+        text = tb.message or ""
+        if m3 := _MAMBA_NO_ROOM.search(text):
+            ledger.sglang_mamba.update(slots=int(m3.group(1)), rest_gib=float(m3.group(2)),
+                                       per_request_mib=float(m3.group(3)), line=tb.first_line)
+        if m4 := _MAMBA_TOO_SMALL.search(text):
+            ledger.sglang_mamba.update(slots=int(m4.group(1)), ratio=int(m4.group(2)),
+                                       max_num_reqs=int(m4.group(3)))
+        if (m5 := _MAMBA_POOL_SIZE.search(text)) and "slots" not in ledger.sglang_mamba:
+            ledger.sglang_mamba["slots"] = int(m5.group(1))
+    _mamba(run, ledger)
+    _unbalanced(run, ledger)
+    _derive(ledger)
+    return ledger
+
+
+def _graph_capture_failed(tb: Traceback) -> str | None:
+    """SGLang wraps an OOM in graph capture as "Capture cuda graph failed: …"."""
+    return "cuda_graph" if "graph failed" in " ".join(e.message for e in tb.exceptions) else None
+
+
+def _derive(ledger: Ledger) -> None:
+    """The figures SGLang's formulas give from the logged ones: the KV room
+    ``rest = after − pre×(1−mfs)`` (logged figures only), one Mamba slot's size and how many
+    requests the pool holds."""
+    pre, after, mfs = ledger.pre_gib, ledger.avail_after_weights_gib, ledger.mem_fraction_static
+    if pre is not None and after is not None and mfs is not None:
+        ledger.kv_rest = kv_rest_gib(after, pre, mfs)
+    for r in ledger.ranks:
+        if r.mamba_slots is not None and r.mamba_conv_gib is not None and r.mamba_ssm_gib is not None:
+            ledger.mamba_per_slot_gib = mamba_per_request_gib(r.mamba_conv_gib, r.mamba_ssm_gib, r.mamba_slots)
+            break
+    if ledger.mamba_slots is not None and ledger.slots_per_request:
+        ledger.mamba_requests_fit = mamba_requests_fit(ledger.mamba_slots, ledger.slots_per_request)
+
+
+def _mamba(run: Any, ledger: Ledger) -> None:
+    args = run.args
+    has_events = any(r.mamba_slots is not None or r.mamba_gib is not None for r in ledger.ranks)
+    ledger.hybrid = has_events or _hybrid_hint(run)
+    if not ledger.hybrid:
+        return
+    strategy = args.get("mamba_radix_cache_strategy") or args.get("mamba_scheduler_strategy")
+    ledger.mamba_strategy = strategy if isinstance(strategy, str) else None
+    ledger.disable_radix_cache = bool(args.get("disable_radix_cache"))
+    ledger.mamba_full_memory_ratio = number(args.get("mamba_full_memory_ratio"))
+    size = args.get("max_mamba_cache_size")
+    ledger.max_mamba_cache_size_arg = size if isinstance(size, int) else None
+    logged = [r.mamba_slots_per_request_logged for r in ledger.ranks if r.mamba_slots_per_request_logged]
+    if isinstance(ledger.sglang_mamba.get("ratio"), int):
+        logged.append(ledger.sglang_mamba["ratio"])
+    if logged:
+        ledger.slots_per_request, ledger.slots_per_request_source = logged[0], "from SGLang's own line"
+        return
+    ratio = mamba_slots_per_request(ledger.mamba_strategy, ledger.disable_radix_cache,
+                                    overlap=not args.get("disable_overlap_schedule"))
+    if ratio is not None:
+        source = "--disable-radix-cache" if ledger.disable_radix_cache else f"strategy {ledger.mamba_strategy}"
+        ledger.slots_per_request, ledger.slots_per_request_source = ratio, source
+        return
+    k = ledger.mamba_slots
+    mrr = next((r.budget.get("max_running_requests") for r in ledger.ranks
+                if r.budget and isinstance(r.budget.get("max_running_requests"), int)), None)
+    if k and mrr:
+        fits = [c for c in (5, 4, 3, 1) if k // c == mrr]
+        if len(fits) == 1:
+            ledger.slots_per_request = fits[0]
+            ledger.slots_per_request_source = f"inferred: max_mamba_cache_size {k} // max_running_requests {mrr}"
+
+
+def _unbalanced(run: Any, ledger: Ledger) -> None:
+    starts = [(r, r.avail_at_start_gib) for r in ledger.ranks if r.avail_at_start_gib is not None]
+    if len(starts) >= 2:
+        hi_r, hi = max(starts, key=lambda x: x[1])
+        lo_r, lo = min(starts, key=lambda x: x[1])
+        gap = hi - lo
+        if gap >= other_threshold_gib(hi) and lo < 0.9 * hi:
+            short = [rank_label(r.rank) for r, v in starts if hi - v >= other_threshold_gib(hi)]
+            ledger.unbalanced_note = (
+                f"Unequal GPUs: {', '.join(short)} started with {lo:.2f} GiB free vs {hi:.2f} GiB on "
+                f"{rank_label(hi_r.rank)}: about {gap:.2f} GiB of {rank_label(lo_r.rank)}'s GPU is held "
+                f"by another process. SGLang sizes every rank by the smallest (pre = {lo:.2f} GiB).")
+            return
+    for e in run.memory_events:
+        if e.kind == "mem_unbalanced":
+            pre, local = number(e.fields.get("pre_model_load_memory")), number(e.fields.get("local_gpu_memory"))
+            if pre is not None and local is not None:
+                ledger.unbalanced_note = (
+                    f"SGLang reports unequal GPUs: the smallest free memory over all ranks is {pre:.2f} GiB, "
+                    f"this rank has {local:.2f} GiB: about {local - pre:.2f} GiB of one GPU is held by "
+                    "another process.")
+            else:
+                ledger.unbalanced_note = "SGLang reports unequal GPUs: some may be used by other processes."
+            return
+

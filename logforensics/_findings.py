@@ -1,0 +1,792 @@
+"""Stage 6 — findings: match the catalog against a run's tracebacks, lines and state, then
+rank the results so the root cause comes first and its symptoms after it.
+
+Matching is incremental (``Matcher.on_line`` / ``on_traceback`` as events stream by) so that
+no line has to be kept; ``Matcher.findings(run)`` turns the hits into ranked ``Finding``s with
+their evidence, explanation and a fix whose ``{placeholders}`` are filled from the match and
+the run's facts.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol, TypeVar
+
+from . import _sites
+from ._catalog import Catalog, MatchSpec, Pattern, RegexGuard, timed_fullmatch, timed_search
+from ._conditions import CONDITIONS, Evidence
+from ._dialects import PHASE_RANK
+from ._dialects.base import version_tuple
+from ._events import Event
+from ._lines import ServerPrefix, decode, glog_timestamp, parse_timestamp, printed_year
+from ._runs import Run, phase_from_frames
+from ._sources import RawLine
+from ._tracebacks import ExceptionInfo, Traceback, is_caret_line
+
+MIN_PARTIAL_CHARS = 16
+MAX_EVIDENCE = 8
+MAX_UNCLAIMED_LINES = 32  # error lines per run kept for the site index (the last ones)
+SEVERITY_RANK = {"fatal": 0, "error": 0, "warning": 1, "info": 2}
+ROLE_RANK = {"cause": 0, "symptom": 1}
+# How sure a finding is, by how it was found: the one table every finding's confidence is read
+# from (a failure-site match scores itself, sites.py).
+CONFIDENCE = {
+    "line": 0.9,  # a catalog line pattern matched a log line
+    "line_partial": 0.7,  # ... only the start of a cut line
+    "traceback_message": 0.95,  # a traceback pattern whose message regex matched
+    "traceback": 0.75,  # a traceback pattern without a message regex (type, frames)
+    "traceback_partial": 0.8,  # the message regex matched the start of a cut message
+    "chained_penalty": 0.1,  # taken off when the match is a chained exception, not the final one
+    "condition": 0.6,  # a condition on the run's state
+    "condition_traceback": 0.85,  # a condition and the traceback keys of the same match table
+    "unclassified": 0.3,  # a traceback nothing explains
+    "serving": 0.7,  # a serving warning from the run's statistics (serving_findings.py)
+    "process_end": 0.7,  # logx watch: the process ended before ready, without a traceback
+    "status_sidecar": 0.95,  # the stale-log detector, with the sidecar of `logx run`
+    "status": 0.85,  # the stale-log detector, from the file and /proc alone
+}
+# Failures of different processes closer than this cannot be ordered by their clocks: the
+# clocks of different nodes differ by seconds, and the ranks of one node print their errors
+# through buffers, a rank's consequence often a moment before the real error of another.
+CLOCK_TOLERANCE = timedelta(seconds=10)
+__all__ = ["CLOCK_TOLERANCE", "CONFIDENCE", "Evidence", "Finding", "Hit", "Matcher", "evidence_time", "fill",
+           "first_cause", "rank", "required_literals"]
+# Stats lines are the bulk of a serving log and carry no failure text.
+# Request logs (--log-requests: "Receive: obj=…") are user content: a prompt quoting an error
+# is not a failure of the server.
+_SKIP_LINE_KINDS = frozenset({"prefill_batch", "decode_batch", "request_log"})
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
+# Asides that only report a value: " (now {x})", " (exit code {x})", ", here {x}" — dropped
+# whole when the value is unknown.
+_ASIDE = re.compile(r" ?\([^(){}]{0,24}\{[A-Za-z_]\w*\}[^(){}]{0,20}\)|, (?:here|now) \{[A-Za-z_]\w*\}")
+
+
+@dataclass
+class Finding:
+    """A root cause (or symptom) found in a run, with the lines that prove it."""
+
+    id: str
+    title: str
+    severity: str
+    confidence: float
+    phase: str
+    run: int
+    evidence: list[Evidence]
+    explanation: str
+    fix: str
+    priority: int = 50
+    streams: list[str] = field(default_factory=list)
+    occurrences: int = 1
+    traceback: Traceback | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+    role: str = "cause"
+    at: str | None = None  # when it first happened: the time its first line or traceback prints
+    # streams (ranks) that printed the same traceback as the one cited: not cited again
+    same_on: list[str] = field(default_factory=list)
+
+    @property
+    def time(self) -> datetime | None:
+        return parse_timestamp(self.at)
+
+    @property
+    def is_problem(self) -> bool:
+        return self.severity in ("fatal", "error")
+
+    def sort_key(self) -> tuple:
+        """Problems, then warnings, then info; within each, causes before symptoms, then
+        priority, then the first evidence line."""
+        first = self.evidence[0].line if self.evidence else 0
+        return (SEVERITY_RANK.get(self.severity, 3), ROLE_RANK.get(self.role, 0), -self.priority, first)
+
+    def to_dict(self) -> dict:
+        out = {
+            "id": self.id, "title": self.title, "severity": self.severity,
+            "confidence": round(self.confidence, 2), "phase": self.phase, "role": self.role, "run": self.run,
+            "evidence": [e.to_dict() for e in self.evidence],
+            "explanation": self.explanation, "fix": self.fix,
+            "occurrences": self.occurrences, "streams": self.streams,
+        }
+        if self.traceback is not None:
+            tb = self.traceback
+            frame = tb.raising_frame
+            out["exception"] = {
+                "type": tb.exc_type, "message": tb.message[:2000],
+                "raised_at": frame.to_dict() if frame else None, "missing": tb.missing,
+            }
+        if self.same_on:
+            out["same_on"] = self.same_on
+        if self.facts:
+            out["facts"] = self.facts
+        return out
+
+
+@dataclass
+class Hit:
+    pattern: Pattern
+    groups: dict[str, Any]
+    evidence: list[Evidence]
+    confidence: float
+    stream: str
+    traceback: Traceback | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+    # its evidence starts at the failure (a line, a traceback); a condition's evidence is the
+    # state it read (the memory lines before the failure), which says nothing of when it failed
+    timed: bool = True
+
+
+# — matching ————————————————————————————————————————————————————————————————
+
+
+# — the line prefilter: literals a match must contain ————————————————————————————————
+MIN_LITERAL = 3  # shorter required literals are too common to reject anything
+
+
+def required_literals(rx) -> tuple[tuple[str, ...], bool] | None:
+    """``(literals, casefold)``: every match of the compiled ``rx`` contains one of
+    ``literals`` (case-folded when ``casefold``). ``None`` when no such set is known.
+
+    Read from the pattern's syntax tree (the standard library's parser: the catalog's
+    patterns use the syntax common to ``re`` and ``regex``; anything else gives ``None``, so
+    the pattern is always searched). A sequence requires the best literal of its items, a
+    branch one literal of each alternative; optional parts and classes require nothing. A
+    case-insensitive part (``(?i:…)``) case-folds every literal: the line is then case-folded
+    too, which keeps every match (a pattern with no prefilter is searched on every line, and a
+    search with a timeout costs hundreds of microseconds for some patterns)."""
+    source = rx.pattern
+    if not isinstance(source, str):
+        return None
+    return _literals_of(source, bool(getattr(rx, "flags", 0) & re.IGNORECASE))
+
+
+@functools.lru_cache(maxsize=4096)
+def _literals_of(source: str, ignorecase: bool) -> tuple[tuple[str, ...], bool] | None:
+    """``required_literals`` of one pattern source, parsed once per process: every explain
+    builds a new Matcher, and parsing the catalog's sources each time cost ~70 ms per log."""
+    import warnings
+    from re import _constants as C  # type: ignore[attr-defined]  # noqa: N812 - typeshed stubs only sre_*
+    from re import _parser  # type: ignore[attr-defined]
+
+    if "(?V1" in source:  # V1's nested sets are not re's syntax
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = _parser.parse(source)
+    except Exception:  # noqa: BLE001 - regex-only syntax: no prefilter for it
+        return None
+    repeats = tuple(getattr(C, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(C, n))
+    folded = bool(tree.state.flags & re.IGNORECASE) or ignorecase
+
+    def seq(items) -> list[str] | None:
+        options: list[list[str]] = []
+        run: list[str] = []
+        for op, av in items:
+            if op is C.LITERAL:
+                run.append(chr(av))
+                continue
+            if run:
+                options.append(["".join(run)])
+                run = []
+            need = item(op, av)
+            if need:
+                options.append(need)
+        if run:
+            options.append(["".join(run)])
+        return max(options, key=lambda o: min(map(len, o)), default=None)
+
+    def item(op, av) -> list[str] | None:
+        if op is C.SUBPATTERN:
+            need = seq(av[3])
+            if need and av[1] & re.IGNORECASE:
+                nonlocal folded
+                folded = True
+            return need
+        if op is C.BRANCH:
+            out: list[str] = []
+            for alternative in av[1]:
+                need = seq(alternative)
+                if not need:
+                    return None
+                out += need
+            return out
+        if op in repeats:
+            return seq(av[2]) if av[0] >= 1 else None
+        if op is C.ASSERT and av[0] in (1, -1):  # positive lookahead / lookbehind
+            return seq(av[1])
+        return None
+
+    literals = seq(list(tree))
+    if not literals or min(map(len, literals)) < MIN_LITERAL:
+        return None
+    # a catalog Regex is compiled without flags: its inline ones are in the tree
+    if folded:
+        literals = [lit.casefold() for lit in literals]
+    return tuple(sorted(set(literals), key=len, reverse=True)), folded
+
+
+def _search(pattern, text: str, may_be_cut: bool) -> tuple[Any, bool] | None:
+    """Search ``text``; when it may be cut, also accept a partial match running off its end."""
+    m = timed_search(pattern, text)
+    if m is not None:
+        return m, False
+    if not may_be_cut:
+        return None
+    cut = text.rstrip()
+    for tail in ("...", "\u2026"):
+        if cut.endswith(tail):
+            cut = cut[: -len(tail)].rstrip()
+    m = timed_search(pattern, cut, partial=True)
+    if m is not None and m.partial and m.end() >= len(cut) and m.end() - m.start() >= MIN_PARTIAL_CHARS:
+        return m, True
+    return None
+
+
+def _search_message(pattern, message: str, may_be_cut: bool) -> tuple[Any, bool] | None:
+    """Search an exception message; a message hard-wrapped over several lines (a terminal, a
+    paste, the writer's own line breaks) is also searched as one line, the breaks read as
+    spaces, then as nothing (a break inside a word)."""
+    found = _search(pattern, message, may_be_cut)
+    if found is not None or "\n" not in message:
+        return found
+    lines = [part.strip() for part in message.split("\n")]
+    return (_search(pattern, " ".join(lines), may_be_cut)
+            or _search(pattern, "".join(lines), may_be_cut))
+
+
+def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
+                       may_be_cut: bool) -> tuple[dict, bool] | None:
+    groups: dict[str, Any] = {}
+    partial = False
+    if spec.exception is not None:
+        if not exc.type:
+            return None
+        if not (timed_fullmatch(spec.exception, exc.short_type or "")
+                or timed_fullmatch(spec.exception, exc.type)):
+            return None
+    if spec.message is not None:
+        if not exc.message:
+            return None
+        found = _search_message(spec.message, exc.message, may_be_cut)
+        if found is None and exc.head_cut and "\n" in exc.message:  # its first line ends at the paste's width
+            found = _search(spec.message, exc.message.split("\n", 1)[0], True)
+        if found is None:
+            return None
+        m, partial = found
+        groups.update({k: v for k, v in m.groupdict().items() if v is not None})
+    frames = exc.frames or tb.frames
+    if spec.frame is not None and not any(timed_search(spec.frame, f.location) for f in frames):
+        return None
+    if spec.raising_frame is not None:
+        raising = frames[-1] if frames else None
+        if raising is None or not timed_search(spec.raising_frame, raising.location):
+            return None
+    if spec.context is not None and not timed_search(spec.context, tb.context):
+        return None
+    return groups, partial
+
+
+def traceback_evidence(tb: Traceback, exc: ExceptionInfo | None = None) -> list[Evidence]:
+    """A compact proof: the header, the exception line(s) of ``exc`` (the one a pattern
+    matched) and of the chain's cause when that is another exception (a pattern may match
+    the KeyError a ValueError explains), then the raising frame as room allows."""
+    exc = exc or tb.final
+    lines = [(n, text) for n, text in tb.lines if not is_caret_line(text)]
+    proof: list[tuple[int, str]] = lines[:1]
+    cause = tb.cause
+    proof.extend(_exception_lines(lines, exc) or lines[-2:])
+    if cause is not exc and cause.type:  # not found: its lines were elided from a long traceback
+        proof.extend(_exception_lines(lines, cause))
+    frame_lines: list[tuple[int, str]] = []
+    frames = exc.frames or tb.frames
+    if frames:
+        last = frames[-1]
+        needle = f'line {last.line}'
+        for i, (n, text) in enumerate(lines):
+            if last.file in text and needle in text:
+                frame_lines.append((n, text))
+                if i + 1 < len(lines) and lines[i + 1][1].startswith((" ", "\t")) \
+                        and last.source and last.source in lines[i + 1][1]:
+                    frame_lines.append(lines[i + 1])
+                break
+    picked = dict((n, text) for n, text in proof if text.strip())
+    for n, text in frame_lines:
+        if len(picked) < MAX_EVIDENCE and text.strip():
+            picked.setdefault(n, text)
+    return [Evidence(n, text) for n, text in sorted(picked.items())[:MAX_EVIDENCE]]
+
+
+MAX_FAILURE_LINES = 2  # later lines of a long message that say what failed, beyond the first three
+_FAILURE_LINE = re.compile(r"(?i)\b(?:error|fail(?:ed|s|ure)?)\b")
+
+
+def _exception_lines(lines: list[tuple[int, str]], exc: ExceptionInfo) -> list[tuple[int, str]]:
+    """``exc``'s type line and the two after it, found among a traceback's evidence lines, and
+    the first later lines of its message that say what failed (NCCL's "Last error:" detail)."""
+    if exc.type:
+        key = exc.message.split("\n", 1)[0][:60]
+        for i, (_n, text) in enumerate(lines):
+            if (exc.type in text or "what():" in text) and key in text:
+                rest = lines[i + 3 : i + 1 + exc.message.count("\n") + 1]
+                return lines[i : i + 3] + [x for x in rest if _FAILURE_LINE.search(x[1])][:MAX_FAILURE_LINES]
+    return []
+
+
+class Matcher:
+    """Collects catalog hits per run while events stream by."""
+
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+        self.hits: dict[int, list[Hit]] = {}
+        self._literals: list | None = None  # per line spec: required_literals(), built on first use
+        self.guard = RegexGuard()  # regex timeouts per pattern (a backtracking user pattern)
+        # per run, the last error lines no pattern claimed: looked up in the site index
+        self.unclaimed: dict[int, deque[Event]] = {}
+
+    def _guarded(self, pattern: Pattern, match: Callable[..., Any], *args: Any) -> Any:
+        """``match(*args)``, or None when ``pattern`` was disabled for timing out or its regex
+        times out now (counted against it, with the time it cost)."""
+        if self.guard.disabled(pattern):
+            return None
+        start = time.perf_counter()
+        try:
+            return match(*args)
+        except TimeoutError:
+            self.guard.timed_out(pattern, time.perf_counter() - start)
+            return None
+
+    def on_event(self, event: Event, run: Run, last_line: bool = False) -> list[Hit]:
+        if event.kind == "traceback" and event.traceback is not None:
+            return self.on_traceback(event.traceback, run)
+        if event.kind in _SKIP_LINE_KINDS:
+            return []
+        return self.on_line(event, run, last_line)
+
+    def on_line(self, event: Event, run: Run, may_be_cut: bool = False) -> list[Hit]:
+        msg = event.line.message
+        line_specs = self.catalog.line_specs
+        if not msg:
+            return []
+        cut = may_be_cut or event.line.truncated or not event.line.eol
+        literals = self._literals
+        if literals is None or len(literals) != len(line_specs):
+            literals = self._literals = [required_literals(spec.line) for _, spec in line_specs]
+        folded = None
+        new = []
+        for (pattern, spec), need in zip(line_specs, literals, strict=True):
+            if need is not None and not cut:  # a cut line may hold a partial match: search it all
+                lits, casefold = need
+                if casefold:
+                    text = folded = msg.casefold() if folded is None else folded
+                else:
+                    text = msg
+                for lit in lits:
+                    if lit in text:
+                        break
+                else:
+                    continue
+            found = self._guarded(pattern, _search, spec.line, msg, cut)
+            if found is None:
+                continue
+            m, partial = found
+            hit = Hit(pattern, {k: v for k, v in m.groupdict().items() if v is not None},
+                      [Evidence(event.number, event.line.text)],
+                      CONFIDENCE["line_partial" if partial else "line"],
+                      event.line.stream)
+            new.append(hit)
+        if new:
+            self.hits.setdefault(run.index, []).extend(new)
+        elif event.kind == "error_line":
+            self.unclaimed.setdefault(run.index, deque(maxlen=MAX_UNCLAIMED_LINES)).append(event)
+        return new
+
+    def on_traceback(self, tb: Traceback, run: Run) -> list[Hit]:
+        may_be_cut = tb.may_be_cut
+        new = []
+        matched_ids: set[str] = set()
+        ordered = [tb.final] + [e for e in reversed(tb.exceptions) if e is not tb.final]
+        for pattern, spec in self.catalog.traceback_specs:
+            if pattern.id in matched_ids:
+                continue
+            for exc in ordered:
+                result = self._guarded(pattern, _exception_matches, spec, exc, tb,
+                                       may_be_cut and exc is tb.final)
+                if result is None:
+                    continue
+                groups, partial = result
+                confidence = CONFIDENCE["traceback_message" if spec.message is not None else "traceback"]
+                if partial:
+                    confidence = CONFIDENCE["traceback_partial"]
+                if exc is not tb.final:
+                    confidence -= CONFIDENCE["chained_penalty"]
+                new.append(Hit(pattern, groups, traceback_evidence(tb, exc), confidence,
+                               tb.stream, tb))
+                matched_ids.add(pattern.id)
+                break
+        if not new:
+            new.append(site_hit(tb, run) or home_hit(tb, run) or self._unclassified(tb, run))
+        # One traceback, one explanation: the most specific pattern (highest priority) wins,
+        # so a generic match (e.g. "raised in argument handling") never repeats a specific one.
+        best = max(new, key=lambda h: (h.pattern.priority, h.confidence))
+        self.hits.setdefault(run.index, []).append(best)
+        return [best]
+
+    def _unclassified(self, tb: Traceback, run: Run) -> Hit:
+        frame = tb.raising_frame
+        where = "unknown location" if frame is None else frame.file + (f":{frame.line}" if frame.line else "") \
+            + (f" in {frame.function}" if frame.function else "")  # a frame line cut at the screen edge has neither
+        exc_type = tb.exc_type or "an exception (its type line was cut off)"
+        message = tb.message.split("\n", 1)[0][:300] if tb.message else "(message not in the log)"
+        server = run.dialect
+        package = _sites.frame_package(frame.file if frame else None,
+                                       server.sites.package if server.sites else server.name)
+        usually = f" The raising frame belongs to {package[0]}: {package[1]}" if package else ""
+        pattern = Pattern(
+            id="unclassified_exception",
+            title=f"Unclassified exception: {tb.exc_type or 'unknown type'}",
+            severity="error", phase="any", priority=10 if tb.exc_type else 5,
+            explanation=(f"{exc_type} was raised at {where}: {message}. No catalog pattern "
+                         f"and no {server.label} failure site explains it.{usually}"),
+            fix=("Read the raising frame and the message. If this is a known failure, add a "
+                 "pattern for it (`logx patterns list`, `--patterns DIR`)."),
+            # A traceback cut before its type and message says nothing of what failed: it does
+            # not outrank a failure the log does name (it is often that failure's own tail).
+            role="cause" if tb.exc_type or tb.message else "symptom",
+        )
+        facts = {"package": package[0]} if package else {}
+        return Hit(pattern, {}, traceback_evidence(tb), CONFIDENCE["unclassified"], tb.stream, tb, facts)
+
+    def findings(self, run: Run, facts: dict[str, Any]) -> list[Finding]:
+        """Ranked findings for ``run`` (most likely root cause first)."""
+        hits = list(self.hits.get(run.index, []))
+        for pattern, spec in self.catalog.condition_specs:
+            evidence = CONDITIONS[spec.condition](run)  # type: ignore[index]
+            if not evidence:
+                continue
+            if not spec.on_traceback:
+                hits.append(Hit(pattern, {}, evidence, CONFIDENCE["condition"], "", timed=False))
+                continue
+            for tb in run.tracebacks:  # condition AND traceback keys
+                for exc in [tb.final] + [e for e in tb.exceptions if e is not tb.final]:
+                    result = self._guarded(pattern, _exception_matches, spec, exc, tb,
+                                           tb.may_be_cut)
+                    if result is not None:
+                        ev = traceback_evidence(tb, exc)
+                        ev += [e for e in evidence if e.line not in {x.line for x in ev}]
+                        hits.append(Hit(pattern, result[0], ev, CONFIDENCE["condition_traceback"], tb.stream, tb))
+                        break
+        hits = [h for h in _one_per_traceback(hits) if not _before_serving(h, run)]
+        year = printed_year(run.started_at or run.ended_at)
+        if not any(h.pattern.is_problem and h.pattern.role == "cause" and h.pattern.priority > SITE_PRIORITY
+                   for h in hits):  # a plain error line may name the cause a site knows
+            hits += [h for e in self.unclaimed.get(run.index, ()) if (h := site_line_hit(e, run))]
+        merged: dict[tuple, Finding] = {}
+        for hit in hits:
+            p = hit.pattern
+            key = (p.id, p.title) if p.id == "unclassified_exception" or p.source in FROM_SERVER_SOURCE \
+                else (p.id,)
+            if key in merged:
+                f = merged[key]
+                f.occurrences += 1
+                if hit.stream and hit.stream not in f.streams:
+                    f.streams.append(hit.stream)
+                f.confidence = max(f.confidence, hit.confidence)
+                if f.at is None and hit.timed:
+                    f.at = evidence_time(hit.evidence, run.dialect.prefix, year)
+                if _repeats(f, hit):
+                    if hit.stream not in f.same_on:
+                        f.same_on.append(hit.stream)
+                    continue
+                have = {e.line for e in f.evidence}
+                extra = [e for e in hit.evidence if e.line not in have]
+                f.evidence = sorted(f.evidence + extra, key=lambda e: e.line)[:MAX_EVIDENCE]
+                continue
+            values = {**facts, **hit.groups}
+            phase = p.phase if p.phase != "any" else _phase_at(run, hit)
+            severity, explanation = p.severity, fill(p.explanation, values)
+            if (p.id == "unclassified_exception" or p.source in FROM_SERVER_SOURCE) and hit.traceback is not None \
+                    and run.last_serving_line > hit.traceback.last_line:
+                # An unknown exception the server survived: a failed request, not a crash.
+                severity = "warning"
+                explanation += (f" The server kept serving after it (line {run.last_serving_line}), "
+                                "so it did not take the server down.")
+            merged[key] = Finding(
+                id=p.id, title=fill(p.title, values), severity=severity,
+                confidence=hit.confidence, phase=phase, run=run.index,
+                evidence=sorted(hit.evidence, key=lambda e: e.line),
+                explanation=explanation, fix=fill(p.fix, values),
+                priority=p.priority, streams=[hit.stream] if hit.stream else [],
+                traceback=hit.traceback, role=p.role, facts=dict(hit.facts),
+                at=evidence_time(hit.evidence, run.dialect.prefix, year) if hit.timed else None,
+            )
+        return rank(list(merged.values()))
+
+
+# — findings from the server's failure sites (sites.py, Dialect.sites) ——————————————————————
+
+SITE_SOURCE = "failure-site index"
+HOME_SOURCE = "server module of the raising frame"
+FROM_SERVER_SOURCE = (SITE_SOURCE, HOME_SOURCE)  # findings built from the server's source, not the catalog
+HOME_PRIORITY = 20  # below a site match (the module says less than the check), above unclassified
+HOME_CONFIDENCE = 0.4
+SITE_PRIORITY = 30  # below every curated pattern that names the cause, above the symptoms
+MIN_SITE_CONFIDENCE = 0.5
+
+
+def site_hit(tb: Traceback, run: Run) -> Hit | None:
+    """A traceback no pattern explains, matched to the site of the log's server that raised it: the
+    finding names the site, the failed check in words, and the flags the site names. A site
+    match also narrows the release range of a log that does not print its version."""
+    data = run.dialect.sites
+    if not tb.exc_type or data is None:
+        return None
+    found = _sites.match_traceback(tb, data)
+    made = _site_pattern(found, run, tb.exc_type, tb.message)
+    if made is None or found is None:
+        return None
+    pattern, facts = made
+    return Hit(pattern, {}, traceback_evidence(tb), round(found.confidence, 2), tb.stream, tb, facts)
+
+
+def home_hit(tb: Traceback, run: Run) -> Hit | None:
+    """An exception the server's own code raised with no site of its own (an ``AttributeError``
+    on a malformed config): the category of the module it was raised in (the dialect's
+    categories, the rules that read only the file and function)."""
+    frame = tb.raising_frame
+    data = run.dialect.sites
+    if not tb.exc_type or frame is None or data is None:
+        return None
+    category = _sites.category_of_frame(frame.file, frame.function, data)
+    if category is None:
+        return None
+    label = run.dialect.label
+    message = tb.message.split("\n", 1)[0][:300].rstrip(".") or "(no message)"
+    pattern = Pattern(
+        id=category.id, title=f"{tb.exc_type} in {category.what} ({frame.function})",
+        severity="error", phase=category.phase or "any", priority=HOME_PRIORITY,
+        explanation=(f"{tb.exc_type} was raised in {label}'s {category.what} at {frame.file}:{frame.line} "
+                     f"in {frame.function}: {message}. No pattern and no {label} check names it; the "
+                     "module it came from says what it was doing."),
+        fix=category.fix, source=HOME_SOURCE,
+    )
+    return Hit(pattern, {}, traceback_evidence(tb), HOME_CONFIDENCE, tb.stream, tb,
+               {"raised_in": {"file": frame.file, "function": frame.function}})
+
+
+def site_line_hit(event: Event, run: Run) -> Hit | None:
+    """A plain error line no pattern claims, matched to the site that printed it (a log call
+    or the argument parser; an exception line is a traceback of its own). It is a cause only in a
+    run that then failed: not served after it, and ended by an ending event or a traceback
+    after it, or the log stops soon after it (a headless tail)."""
+    data = run.dialect.sites
+    line = event.number
+    if data is None or run.last_serving_line > line:
+        return None
+    after = [e.number for e in run.endings] + [tb.first_line for tb in run.tracebacks]
+    if not any(n >= line for n in after) and not (not run.ready and run.last_line - line <= TAIL_OF_RUN):
+        return None
+    message = event.line.message
+    found = _sites.site_index(data).lookup(None, message, cut=event.line.truncated or not event.line.eol)
+    if found is None or found.site.kind == "log.warning":
+        return None
+    made = _site_pattern(found, run, None, message)
+    if made is None:
+        return None
+    pattern, facts = made
+    return Hit(pattern, {}, [Evidence(line, event.line.text)], round(found.confidence, 2),
+               event.line.stream, None, facts)
+
+
+TAIL_OF_RUN = 20  # lines: an error line this close to where a failed start-up's log stops
+
+
+def _site_pattern(found: _sites.SiteMatch | None, run: Run, exc_type: str | None,
+                  message: str) -> tuple[Pattern, dict[str, Any]] | None:
+    """The finding a site match stands for (its home's category), or None when the match is
+    too weak or its home has no category."""
+    data = run.dialect.sites
+    if found is None or data is None or found.confidence < MIN_SITE_CONFIDENCE:
+        return None
+    category = _sites.category_of(found.site, data)
+    if category is None:
+        return None
+    index = _sites.site_index(data)
+    site = found.site
+    low, high = found.release_bounds
+    if found.confidence >= 0.7:
+        if low != index.releases[0]:
+            run.version_hints.add(f">={low}")
+        if high != index.releases[-1]:
+            run.version_hints.add(f"<={high}")
+    release, bounds = _release_of(run)
+    flags = list(dict.fromkeys(_sites.flag_as_spelled(f, *bounds, data, run.dialect.label) for f in
+                               [*site.flags, *(f"--{a.replace('_', '-')}" for a in site.args)]))
+    condition = _sites.plain_condition(site.conditions)
+    check = f" It fired because {condition}." if condition else ""
+    named = ", ".join(f"`{x}`" for x in [*flags, *site.env][:8])
+    spelled = f" (flags as {run.dialect.label} {release} spells them)"
+    fix = category.fix + (f" The check reads {named}{spelled}." if named else "")
+    shown = message.split("\n", 1)[0][:300].rstrip(".")
+    what = f"raised {exc_type}" if exc_type else "printed"
+    pattern = Pattern(
+        id=category.id, title=f"{exc_type or 'Error'} from {category.what} ({site.function})",
+        severity="error", phase=category.phase or "any", priority=SITE_PRIORITY,
+        explanation=(f"{site.kind} in {site.where} ({run.dialect.label} {site.release_range}) {what}: "
+                     f"{shown}.{check} No curated pattern names this failure; "
+                     f"{run.dialect.label}'s own source does."),
+        fix=fix, source=SITE_SOURCE,
+    )
+    facts = {"site": {"file": site.file, "function": site.function, "kind": site.kind,
+                      "releases": site.release_range, "conditions": list(site.conditions),
+                      "flags": flags, "env": list(site.env), "equivalent_sites": len(found.equivalent)}}
+    return pattern, facts
+
+
+def _release_of(run: Run) -> tuple[str, tuple[tuple[int, ...] | None, tuple[int, ...] | None]]:
+    """The run's server release in words, and its bounds: the version the log prints, else
+    the range its formats and site matches allow."""
+    version = version_tuple(run.server_version)
+    if version:
+        return run.server_version or "", (version, version)
+    return run.version_range or "(release unknown)", run.version_bounds
+
+
+def _repeats(f: Finding, hit: Hit) -> bool:
+    """``hit`` is another rank's copy of the traceback ``f`` already cites."""
+    return (f.traceback is not None and hit.traceback is not None and bool(hit.stream)
+            and bool(f.streams) and hit.stream != f.streams[0]
+            and hit.traceback.signature == f.traceback.signature)
+
+
+def _before_serving(hit: Hit, run: Run) -> bool:
+    """A serving-phase warning matched on a line printed before the server served (the same
+    JIT text seen during start-up) is not a serving problem. Serving starts at the ready line,
+    or in a tail without one at the first batch or retraction line."""
+    p = hit.pattern
+    if p.phase != "serving" or p.is_problem or hit.traceback is not None or not hit.evidence:
+        return False
+    start = run.phase_lines.get("ready") or run.phase_lines.get("serving")
+    return start is None or hit.evidence[0].line < start
+
+
+def _one_per_traceback(hits: list[Hit]) -> list[Hit]:
+    """Keep, for each traceback, only its best hit (highest priority, then confidence)."""
+    best: dict[int, Hit] = {}
+    for hit in hits:
+        if hit.traceback is None:
+            continue
+        key = id(hit.traceback)
+        if key not in best or (hit.pattern.priority, hit.confidence) > (best[key].pattern.priority,
+                                                                        best[key].confidence):
+            best[key] = hit
+    return [h for h in hits if h.traceback is None or best[id(h.traceback)] is h]
+
+
+def rank(findings: list[Finding]) -> list[Finding]:
+    """Order findings: problems before warnings before info, causes before symptoms, then by
+    priority, then by the first evidence line. When the problems come from several processes
+    (the ranks of one log), the root cause is ``first_cause`` of each process's leading
+    problem, as for the nodes of a deployment: the first rank's real error outranks the other
+    ranks' timeouts and their later errors."""
+    ordered = sorted(findings, key=Finding.sort_key)
+    leads: dict[str, Finding] = {}
+    for f in ordered:
+        if f.is_problem:
+            leads.setdefault(f.streams[0] if f.streams else "", f)
+    if len(leads) > 1:
+        root, _uncertain = first_cause(list(leads.values()), lambda f: f.time)
+        if root is not None and root is not ordered[0]:
+            ordered.remove(root)
+            ordered.insert(0, root)
+    return ordered
+
+
+class Failing(Protocol):
+    """What ``first_cause`` reads of a failure (a ``Finding``, a deployment's ``Failure``)."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def priority(self) -> int: ...
+
+
+F = TypeVar("F", bound=Failing)
+
+
+def first_cause(leads: Sequence[F], when: Callable[[F], datetime | None],
+                tolerance: timedelta = CLOCK_TOLERANCE) -> tuple[F | None, list[F]]:
+    """The root cause among the leading failures of several processes (the ranks of one log,
+    the nodes of one deployment), and the failures too close to it in time to be ordered.
+
+    A cause wins over any symptom (a timeout, a signal, "see root cause above"), whenever the
+    symptom happened; among causes (or, with none, among symptoms) the first in time. Failures
+    within ``tolerance`` of the first, or of unknown time, cannot be ordered by their clocks:
+    among them the more specific pattern (the higher priority), then the earlier phase, wins;
+    the others are returned as uncertain. Ties keep the order of ``leads``."""
+    causes = [f for f in leads if f.role == "cause"]
+    candidates = causes or list(leads)
+    if not candidates:
+        return None, []
+    times = {id(f): when(f) for f in candidates}
+
+    def in_time(f: F) -> tuple:
+        t = times[id(f)]
+        return (t is None, t or datetime.min, PHASE_RANK.get(f.phase, 0), -f.priority)
+
+    candidates.sort(key=in_time)
+    first = times[id(candidates[0])]
+    close = [f for f in candidates if f is candidates[0] or first is None
+             or (t := times[id(f)]) is None or t - first <= tolerance]
+    close.sort(key=lambda f: (-f.priority, PHASE_RANK.get(f.phase, 0), in_time(f)))
+    return close[0], close[1:]
+
+
+def evidence_time(evidence: list[Evidence], prefix: ServerPrefix, year: int | None) -> str | None:
+    """The first timestamp printed on ``evidence`` (a torch/glog stamp, which has no year, gets
+    ``year``, the run's, when its lines print one); None when no line has one."""
+    for ev in evidence:
+        line = decode(RawLine(ev.line, 0, ev.text.encode("utf-8", "replace")), prefix)
+        if line.ts:
+            return line.ts
+        stamp = glog_timestamp(line.text, year)
+        if stamp:
+            return stamp
+    return None
+
+
+def _phase_at(run: Run, hit: Hit) -> str:
+    if hit.traceback is not None:
+        from_frames = phase_from_frames(hit.traceback, run.dialect)
+        if from_frames:
+            return from_frames
+    line = hit.evidence[0].line if hit.evidence else run.last_line
+    reached = "launch"
+    for phase, first in sorted(run.phase_lines.items(), key=lambda kv: kv[1]):
+        if first <= line:
+            reached = phase
+    return "args" if reached == "launch" and run.args_line else reached
+
+
+def fill(template: str, values: dict[str, Any]) -> str:
+    """Fill ``{name}`` placeholders. A short parenthesis that only reports an unknown value
+    ("(now {max_running_requests})") is dropped; any other unknown name renders as ``<name>``."""
+
+    def known(name: str) -> bool:
+        return values.get(name) is not None
+
+    def drop_aside(m: re.Match[str]) -> str:
+        names = _PLACEHOLDER.findall(m.group(0))
+        return "" if names and not all(known(n) for n in names) else m.group(0)
+
+    def sub(m: re.Match[str]) -> str:
+        value = values.get(m.group(1))
+        return f"<{m.group(1)}>" if value is None else str(value)
+
+    return _PLACEHOLDER.sub(sub, _ASIDE.sub(drop_aside, template))

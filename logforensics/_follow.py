@@ -1,0 +1,271 @@
+"""Live sources for ``logx watch``: follow a growing file (``tail -F``) or a pipe.
+
+Both are generators that yield ``RawLine``s as lines complete and a ``Tick`` whenever there is
+nothing to read, so the consumer gets control back at least every ``poll`` seconds (to flush
+a half-written traceback, poll a process, refresh a live view or enforce a timeout) without
+threads and without a busy loop:
+
+    for item in follow_file("server.log"):
+        if isinstance(item, RawLine):
+            ...            # a complete line (or a final one, see below)
+        elif item.kind == "idle":
+            ...            # nothing new for one poll interval
+
+``follow_file`` has ``tail -F`` semantics:
+
+* it starts at the beginning of the file (``from_end=True`` skips what is already there and
+  starts at the next line boundary; line numbers still count the skipped lines);
+* a file that does not exist yet is waited for (``Tick("waiting")`` every poll);
+* **truncation** (``copytruncate``: the file shrinks below the read position) restarts at
+  offset 0 of the same file (``Tick("truncated")``); as with ``tail -F``, a file truncated and
+  rewritten past the read position within one poll interval cannot be told apart by its size;
+* **rotation** (the path now names another inode: ``mv log log.1`` and a new ``log``) drains
+  what is left in the old file, then opens the new one from its start (``Tick("rotated")``);
+  while the path is missing (renamed, not yet recreated) the old file keeps being read.
+
+Line numbers keep counting across truncation and rotation (the watcher sees one stream);
+``RawLine.offset`` is the byte offset in the file currently read. A line cut by truncation or
+rotation is emitted with ``eol=False``. Memory is bounded by ``LineSplitter``'s line cap: the
+file is never read whole. A regular file is polled (every ``poll`` seconds while idle; a
+regular file is always "readable" for ``select``); a pipe is waited on with ``select``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import select
+import stat
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from ._sources import CHUNK_BYTES, MAX_LINE_BYTES, LineSplitter, RawLine, SourceError
+
+POLL_SECONDS = 0.05
+READ_BYTES = 256 * 1024  # per read while following: keeps the consumer responsive
+COUNT_LIMIT = 1 << 30  # --from-end counts skipped lines up to this many bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """Control returned to the consumer when no line is ready.
+
+    ``kind`` is one of ``idle`` (nothing new this poll; ``detail`` ``quiet`` when nothing has
+    changed for ``partial_after`` seconds, by the clock or the file's mtime), ``waiting`` (the file does not exist
+    yet), ``opened`` (the file was opened; ``detail`` says where reading starts),
+    ``truncated``, ``rotated`` (``detail`` describes what happened) or ``eof`` (a stream
+    ended; the generator returns after it)."""
+
+    kind: str
+    detail: str = ""
+
+
+IDLE = Tick("idle")
+QUIET = Tick("idle", "quiet")  # idle, and the writer has been quiet for ``partial_after`` s
+WAITING = Tick("waiting")
+FollowItem = RawLine | Tick
+
+
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
+
+
+def _open_regular(path: str) -> tuple[int, os.stat_result] | None:
+    """Open ``path`` read-only; None if it does not exist (yet). SourceError for anything
+    that can never become a followable file. Non-blocking: opening a FIFO with no writer
+    would otherwise block until one comes (and no timeout could end the wait); its reads
+    are waited on with ``select``, which stays quiet until a writer writes or leaves."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise SourceError(f"{path}: is a directory, not a log file") from None
+    except PermissionError:
+        raise SourceError(f"{path}: permission denied") from None
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise SourceError(f"{path}: cannot open ({exc.strerror or exc})") from None
+    st = os.fstat(fd)
+    if stat.S_ISDIR(st.st_mode):
+        os.close(fd)
+        raise SourceError(f"{path}: is a directory, not a log file")
+    return fd, st
+
+
+def _count_lines(fd: int, end: int) -> int | None:
+    """Newlines in the first ``end`` bytes, read in chunks (None when too big to count)."""
+    if end > COUNT_LIMIT:
+        return None
+    count, pos = 0, 0
+    while pos < end:
+        chunk = os.pread(fd, min(CHUNK_BYTES, end - pos), pos)
+        if not chunk:
+            break
+        count += chunk.count(b"\n")
+        pos += len(chunk)
+    return count
+
+
+def _start_at(fd: int, pos: int) -> tuple[int, int, bool]:
+    """Where reading starts when history is skipped: ``(position, lines_before,
+    skip_first_fragment)``. When ``pos`` is not at a line boundary (the writer is mid-line),
+    that line's tail is dropped so the first line yielded is a whole one."""
+    if pos <= 0:
+        return 0, 0, False
+    last = os.pread(fd, 1, pos - 1)
+    counted = _count_lines(fd, pos)
+    return pos, counted if counted is not None else 0, last != b"\n"
+
+
+def follow_file(path: str | os.PathLike, *, from_end: bool = False, start_offset: int = 0,
+                poll: float = POLL_SECONDS, max_line: int = MAX_LINE_BYTES,
+                partial_after: float | None = None) -> Iterator[FollowItem]:
+    """Follow ``path`` forever (``tail -F``); see the module docstring. ``start_offset``
+    starts the first file at that byte (e.g. where a ``logx run --append`` run began; ignored
+    when beyond the file's end), ``from_end`` at its end. ``partial_after``: a last line
+    without newline is yielded (``eol=False``) once the file has not changed for that many
+    seconds (its mtime counts, so a file written long ago gives it at once); its continuation,
+    if the writer resumes, keeps its line number. Raises ``SourceError`` if the path is a
+    directory or unreadable. Close the generator to stop."""
+    name = os.fspath(path)
+    opened = _open_regular(name)
+    while opened is None:
+        yield WAITING
+        time.sleep(poll)
+        opened = _open_regular(name)
+    fd, st = opened
+    if stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode):
+        # A named pipe or a device: no size, no rotation: read it like a stream.
+        try:
+            yield Tick("opened", "stream")
+            yield from _follow_fd(fd, poll, max_line, partial_after)
+        finally:
+            os.close(fd)
+        return
+    try:
+        ident = _identity(st)
+        skip_fragment = False
+        pos, before = 0, 0
+        if from_end or 0 < start_offset <= st.st_size:
+            pos, before, skip_fragment = _start_at(fd, st.st_size if from_end else start_offset)
+        splitter = LineSplitter(max_line, first_number=before + 1, offset=pos)
+        yield Tick("opened", f"offset {pos}" if pos else "start")
+        data_at = time.monotonic()  # when bytes last arrived
+
+        def fresh(number: int) -> LineSplitter:
+            return LineSplitter(max_line, first_number=number + 1, offset=0)
+
+        while True:
+            try:
+                chunk = os.pread(fd, READ_BYTES, pos)
+            except OSError as exc:
+                raise SourceError(f"{name}: read failed ({exc.strerror or exc})") from None
+            if chunk:
+                pos += len(chunk)
+                data_at = time.monotonic()
+                if skip_fragment:
+                    nl = chunk.find(b"\n")
+                    if nl < 0:
+                        continue
+                    skip_fragment = False
+                    splitter = LineSplitter(max_line, first_number=before + 2,
+                                            offset=pos - len(chunk) + nl + 1)
+                    chunk = chunk[nl + 1 :]
+                yield from splitter.feed(chunk)
+                continue
+            # End of what is there: has the file been truncated or replaced?
+            try:
+                now = os.stat(name)
+            except FileNotFoundError:
+                now = None  # renamed away, not recreated yet: keep the old file
+            except OSError:
+                now = None
+            if now is not None and _identity(now) != ident:
+                reopened = _open_regular(name)
+                if reopened is None:
+                    yield IDLE
+                    time.sleep(poll)
+                    continue
+                # Drain the old file: the writer may have written more before switching.
+                while True:
+                    chunk = os.pread(fd, READ_BYTES, pos)
+                    if not chunk:
+                        break
+                    pos += len(chunk)
+                    if not skip_fragment:
+                        yield from splitter.feed(chunk)
+                yield from splitter.finish()
+                os.close(fd)
+                fd, st = reopened
+                ident, pos, skip_fragment = _identity(st), 0, False
+                splitter = fresh(splitter.number)
+                yield Tick("rotated", f"{name} was replaced (new file); reading it from the start")
+                continue
+            st = os.fstat(fd)
+            size = st.st_size
+            if size < pos:
+                yield from splitter.finish()
+                splitter = fresh(splitter.number)
+                pos, skip_fragment = 0, False
+                yield Tick("truncated", f"{name} was truncated; reading it from the start")
+                continue
+            quiet = partial_after is not None and (time.monotonic() - data_at >= partial_after
+                                                   or time.time() - st.st_mtime >= partial_after)
+            if quiet and splitter.has_pending and not skip_fragment:
+                yield from splitter.flush_partial()
+            yield QUIET if quiet else IDLE
+            time.sleep(poll)
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _follow_fd(fd: int, poll: float, max_line: int,
+               partial_after: float | None = None) -> Iterator[FollowItem]:
+    splitter = LineSplitter(max_line)
+    data_at = time.monotonic()
+    while True:
+        try:
+            ready, _, _ = select.select([fd], [], [], poll)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries
+            continue
+        if not ready:
+            quiet = partial_after is not None and time.monotonic() - data_at >= partial_after
+            if quiet and splitter.has_pending:
+                yield from splitter.flush_partial()
+            yield QUIET if quiet else IDLE
+            continue
+        try:
+            chunk = os.read(fd, READ_BYTES)
+        except BlockingIOError:
+            yield IDLE
+            continue
+        except OSError as exc:
+            raise SourceError(f"read failed ({exc.strerror or exc})") from None
+        if not chunk:
+            yield from splitter.finish()
+            yield Tick("eof")
+            return
+        data_at = time.monotonic()
+        yield from splitter.feed(chunk)
+
+
+def follow_stream(stream: BinaryIO | int | None = None, *, poll: float = POLL_SECONDS,
+                  max_line: int = MAX_LINE_BYTES,
+                  partial_after: float | None = None) -> Iterator[FollowItem]:
+    """Follow a pipe (default: standard input) until EOF, which may never come. Lines are
+    yielded as soon as their newline arrives; ``Tick("idle")`` every ``poll`` seconds of
+    silence; ``Tick("eof")`` last, then the generator returns. A final line without a
+    newline is yielded (``eol=False``) before the EOF tick, and with ``partial_after`` as
+    soon as the pipe has been quiet that long (as ``follow_file``)."""
+    if stream is None:
+        stream = sys.stdin.buffer
+    fd = stream if isinstance(stream, int) else stream.fileno()
+    yield Tick("opened", "stream")
+    yield from _follow_fd(fd, poll, max_line, partial_after)

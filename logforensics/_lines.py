@@ -1,0 +1,226 @@
+"""Stage 2 — lines: decode raw bytes and split the prefixes real deployments put in front.
+
+A line is never rejected: invalid UTF-8 is replaced, NUL bytes dropped, ANSI colour codes
+stripped, and a carriage-return progress bar keeps only its last visible segment (what a
+terminal would show). Then the wrapper prefix (docker compose, Ray, syslog) and the server's own
+prefix (its dialect's ``ServerPrefix``), then the uvicorn / Python-logging / torch prefixes
+are split off into fields, keeping the raw text for evidence.
+
+The hot path uses the standard ``re`` module with anchored, linear expressions: it runs once
+per line on files of gigabytes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from ._sources import RawLine
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_RAY_REPEAT = re.compile(r"\[repeated \d+x across cluster\]$")
+
+# docker compose: "service-1  | msg" (name padded with spaces to a common width)
+_DOCKER = re.compile(r"([A-Za-z0-9][\w.-]{0,62}?)\s*\| ?")
+# Ray: "(SGLangEngine pid=123, ip=10.0.0.1) msg", "(raylet) msg", "(head, rank=0, pid=8292) msg"; the ip
+# may be a placeholder ("<ip-1>": a log redacted by logx share)
+_RAY = re.compile(r"\s*\((\w[\w-]*)(?:,? rank=\d+)?(?:,? pid=(\d+))?(?:, ip=[\w.:<>-]+)?\) ?")
+# syslog / journald: "Mar 23 14:01:38 host prog[123]: msg" or ISO time
+_SYSLOG = re.compile(
+    r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
+    r" (\S+) ([\w./-]+)(?:\[(\d+)\])?: "
+)
+# kubectl logs --timestamps / docker logs -t: "2026-03-23T14:01:38.123456789Z " before each line
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) ")
+# Python logging default: "2025-03-27 21:33:31,320 - INFO - name: msg"
+_PYLOG = re.compile(
+    r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.](\d{3}) - ([A-Z]+) - "
+)
+# torch / glog: "[rank1]:[W623 15:37:01.823833318 socket.cpp:460] msg"
+# (the month is not zero-padded: "W623" is June 23; older builds print "[W CudaIPCTypes.cpp:16]")
+# torch's logging without brackets: "[rank5]:W0215 12:25:06.525000 14707 torch/x.py:504] msg"
+_TORCH = re.compile(r"\[(rank\d+)\]:(?:\[([IWEF])(?:\d{3,4} [\d:.]+)? ?[^\]]*\]|"
+                    r"([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\s]{1,300}\]) ?")
+# glog (Mooncake, NIXL, C++ libraries): "E0612 14:05:26.176716 1192408 tcp_transport.cpp:136] msg"
+_GLOG = re.compile(r"([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\s]{1,300}\] ?")
+# uvicorn level prefix inside a message: "INFO:     Started server process [123]"
+_LEVEL = re.compile(r"(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
+
+_UVICORN_WIDTH = 10  # "INFO:     ", "ERROR:    ", "WARNING:  "
+_TORCH_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
+
+
+@dataclass(frozen=True, slots=True)
+class ServerPrefix:
+    """A server's own line prefix (a dialect's): ``pattern`` is matched at the message start
+    (after any wrapper) and names its groups ``ts`` (the time), ``frac`` (its fraction of a
+    second, optional), ``tags`` (the process/rank tags, optional) and ``level`` (optional);
+    ``first`` holds the characters such a line can start with (a cheap test before the
+    regex runs on every line); ``repeated``: the server prints its prefix again on every line
+    of a multi-line record (vLLM's tracebacks), so such a line continues the record."""
+
+    pattern: re.Pattern[str]
+    first: str
+    repeated: bool = False
+
+
+@dataclass(slots=True)
+class LogLine:
+    """One decoded line. ``text`` is the visible line (after ANSI/CR clean-up, wrapper
+    included) and is what evidence shows; ``message`` is what remains after every prefix."""
+
+    number: int
+    offset: int
+    text: str
+    message: str
+    ts: str | None = None  # timestamp text as printed ("2026-03-23 14:01:38.123")
+    tag: str = ""  # rank tag: "TP0", "DP1 TP3 EP3", "rank1", "" for launcher lines
+    wrapper: str = ""  # "sglang" (docker), "SGLangEngine pid=123" (Ray), "host prog[1]" …
+    level: str | None = None  # INFO/WARNING/… when the line carries one (uvicorn, logging)
+    truncated: bool = False  # cut at the line-length cap by the source
+    eol: bool = True  # False when the input ended inside this line (no newline)
+
+    @property
+    def stream(self) -> str:
+        """Key of the process that wrote the line: wrapper + rank tag."""
+        return f"{self.wrapper}|{self.tag}" if self.wrapper else self.tag
+
+    @property
+    def time(self) -> datetime | None:
+        return parse_timestamp(self.ts)
+
+
+def parse_timestamp(ts: str | None, default_year: int | None = None) -> datetime | None:
+    """Parse a prefix timestamp; ``mm-dd`` short forms get ``default_year`` (or the current
+    year). Returns a naive datetime in the log's own clock."""
+    if not ts:
+        return None
+    try:
+        if len(ts) >= 19 and ts[4] == "-":
+            return datetime.fromisoformat(ts.replace(",", "."))
+        year = default_year or datetime.now().year
+        return datetime.fromisoformat(f"{year}-{ts}".replace(",", "."))
+    except ValueError:
+        return None
+
+
+_GLOG_STAMP = re.compile(r"(?:^|[\[:\s])([IWEF])(\d{1,2})(\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,6})?)")
+
+
+def glog_timestamp(text: str, year: int | None) -> str | None:
+    """The time in a torch/glog prefix ("[rank3]:[E1120 14:15:30.000123…", "W0215 12:25:06.5…"),
+    which has no year, as ``YYYY-MM-DD HH:MM:SS`` in ``year`` (``MM-DD HH:MM:SS`` without one, as
+    vLLM prints its own); None without one. (Kept out of ``LogLine.ts``, which holds only what a
+    line prints.)"""
+    m = _GLOG_STAMP.search(text, 0, 120)  # in the prefix, after a wrapper's if any
+    if m is None or not 1 <= int(m.group(2)) <= 12:
+        return None
+    day = f"{int(m.group(2)):02d}-{m.group(3)} {m.group(4)[:8]}"  # whole seconds, as SGLang prints
+    return f"{year}-{day}" if year else day
+
+
+def printed_year(ts: str | None) -> int | None:
+    """The year a prefix timestamp prints; None for the short ``mm-dd`` form (vLLM's), whose
+    year ``parse_timestamp`` can only guess."""
+    parsed = parse_timestamp(ts) if ts and len(ts) >= 19 and ts[4] == "-" else None
+    return parsed.year if parsed else None
+
+
+def visible_text(data: bytes) -> str:
+    """Decode bytes the way a terminal would show them."""
+    text = data.decode("utf-8", "replace")
+    if "\r" in text:
+        text = text.rstrip("\r")
+        if "\r" in text:
+            parts = [p for p in text.split("\r") if p.strip()]
+            text = parts[-1] if parts else ""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return text
+
+
+def decode(raw: RawLine, prefix: ServerPrefix) -> LogLine:
+    """Turn a ``RawLine`` into a ``LogLine`` with prefixes split off (``prefix``: the server's)."""
+    text = visible_text(raw.data)
+    line = LogLine(raw.number, raw.offset, text, text, truncated=raw.truncated, eol=raw.eol)
+    split_prefixes(line, prefix)
+    return line
+
+
+def split_prefixes(line: LogLine, prefix: ServerPrefix) -> None:
+    """Fill ``wrapper``, ``ts``, ``tag``, ``level`` and ``message`` of ``line`` in place."""
+    msg = line.text
+    if not msg:
+        return
+    first = msg[0]
+    # Wrappers first: they stand in front of everything else.
+    if first == "(" or (first == " " and msg.lstrip().startswith("(")):
+        m = _RAY.match(msg)
+        if m:
+            actor, pid = m.group(1), m.group(2)
+            line.wrapper = f"{actor} pid={pid}" if pid else actor
+            msg = msg[m.end() :]
+            if msg.endswith("across cluster]"):
+                m = _RAY_REPEAT.search(msg)
+                if m:
+                    msg = msg[: m.start()].rstrip()
+    elif first.isalnum():
+        if "|" in msg[:72]:
+            m = _DOCKER.match(msg)
+            if m and m.group(1) and not m.group(1).isdigit():
+                line.wrapper = m.group(1)
+                msg = msg[m.end() :]
+        # syslog (also when its message has a "|", e.g. a tqdm bar); ISO stamps start with a digit
+        m = _SYSLOG.match(msg) if not line.wrapper and ": " in msg[:120] else None
+        if m:
+            host, prog, pid = m.group(1), m.group(2), m.group(3)
+            line.wrapper = f"{host} {prog}[{pid}]" if pid else f"{host} {prog}"
+            msg = msg[m.end() :]
+        elif not line.wrapper and len(msg) > 20 and msg[10] == "T":
+            m = _RFC3339.match(msg)
+            if m:  # the container runtime's own stamp: the line proper follows
+                msg = msg[m.end() :]
+    if msg:
+        c = msg[0]
+        m = prefix.pattern.match(msg) if c in prefix.first else None
+        if m:
+            groups = m.groupdict()
+            frac = groups.get("frac")
+            line.ts = groups["ts"] if frac is None else f"{groups['ts']}.{frac}"
+            tags = groups.get("tags")
+            if tags:
+                line.tag = tags.strip()
+            if groups.get("level"):
+                line.level = groups["level"]
+            msg = msg[m.end() :]
+        elif c.isdigit():
+            m = _PYLOG.match(msg)
+            if m:
+                line.ts = f"{m.group(1)}.{m.group(2)}"
+                line.level = m.group(3)
+                msg = msg[m.end() :]
+        elif msg.startswith("[rank"):
+            m = _TORCH.match(msg)
+            if m:
+                line.tag = m.group(1)
+                line.level = _TORCH_LEVEL[m.group(2) or m.group(3)]
+                msg = msg[m.end() :]
+        if msg and msg[0] in "IWEF" and msg[1:5].isdigit():
+            m = _GLOG.match(msg)
+            if m:
+                line.level = _TORCH_LEVEL[m.group(1)]
+                msg = msg[m.end() :]
+        if msg and msg[0] in "IWEDCT" and ":" in msg[:9]:
+            m = _LEVEL.match(msg)
+            if m:
+                line.level = m.group(1)
+                # uvicorn pads "LEVEL:" to 10 columns; logging's "LEVEL: msg" has one space,
+                # and the message keeps its own indentation (a traceback logged line by line)
+                end = m.end()
+                if end != _UVICORN_WIDTH and end > len(m.group(1)) + 2:
+                    end = len(m.group(1)) + 2
+                msg = msg[end:]
+    line.message = msg

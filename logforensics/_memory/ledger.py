@@ -1,0 +1,430 @@
+"""The memory ledger: where each rank's (each GPU's) memory went, step by step, as a log shows it.
+
+A ``Ledger`` holds one ``RankLedger`` per rank: GPU total, memory used before the weights,
+weights, KV cache, Mamba state cache, CUDA graphs, the serving budget, and the free memory after
+each step; the torch OOMs (``OOMRecord``) of the run; and the figures the memory fixes are
+computed from. A step the log does not show is *unknown*, a step the run never reached is *not
+reached*: nothing is invented. The dialect fills it from its own lines
+(``dialects/<name>/memory.py``); ``memory.build_ledger`` asks for it once per run.
+Everything is GiB.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .torch_oom import OOM_TEXT, TorchOOM, best_oom
+from .units import number, rounded
+
+if TYPE_CHECKING:
+    from .._tracebacks import Traceback
+
+STEPS = ("init", "weights", "kv_cache", "mamba_cache", "pools", "cuda_graphs", "serving")
+STEP_LABEL = {"init": "before weights", "weights": "weights", "kv_cache": "KV cache",
+              "mamba_cache": "Mamba cache", "pools": "pools end", "cuda_graphs": "CUDA graphs",
+              "serving": "serving"}
+PHASE_STEP = {"init": "init", "weights": "weights", "kv_alloc": "kv_cache", "cuda_graph": "cuda_graphs",
+              "warmup": "serving", "ready": "serving", "serving": "serving"}
+_TAG_TOKEN = re.compile(r"([A-Z_]+)(\d+)")
+
+
+@dataclass
+class OOMRecord:
+    """One torch OOM seen in the run: where (line, rank) and in which phase."""
+
+    oom: TorchOOM
+    line: int
+    tag: str
+    phase: str | None
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "rank": rank_label(self.tag), "phase": self.phase, **self.oom.to_json()}
+
+
+@dataclass
+class RankLedger:
+    """Where one rank's (one GPU's) memory went. GiB; ``None`` = not in the log."""
+
+    rank: str
+    gpu_total_gib: float | None = None
+    gpu_total_source: str | None = None
+    before_weights_gib: float | None = None  # used by parallel init (NCCL, context)
+    avail_at_start_gib: float | None = None  # "Load weight begin. avail mem"
+    weights_gib: float | None = None  # "Load weight end. mem usage"
+    avail_after_weights_gib: float | None = None
+    weights_began: bool = False
+    weights_done: bool = False
+    kv_tokens: int | None = None
+    kv_k_gib: float | None = None
+    kv_v_gib: float | None = None
+    kv_gib: float | None = None
+    kv_dtype: str | None = None
+    swa: dict[str, Any] | None = None
+    mamba_slots: int | None = None
+    mamba_conv_gib: float | None = None
+    mamba_ssm_gib: float | None = None
+    mamba_intermediate_gib: float | None = None
+    mamba_slots_per_request_logged: int | None = None
+    avail_after_pools_gib: float | None = None
+    graph_begin_avail_gib: float | None = None
+    graph_gib: float | None = None
+    avail_after_graphs_gib: float | None = None
+    graph_began: bool = False
+    graph_done: bool = False
+    graph_last_bs: int | None = None
+    graph_last_avail_gib: float | None = None
+    budget: dict[str, Any] | None = None
+    oom: OOMRecord | None = None
+    failed_phase: str | None = None  # where this rank's first traceback was raised
+    lines: dict[str, int] = field(default_factory=dict)  # step -> first line showing it
+    texts: dict[str, str] = field(default_factory=dict)  # step -> that line's text (evidence)
+
+    @property
+    def mamba_gib(self) -> float | None:
+        if self.mamba_conv_gib is None and self.mamba_ssm_gib is None:
+            return None
+        return (self.mamba_conv_gib or 0.0) + (self.mamba_ssm_gib or 0.0) + (self.mamba_intermediate_gib or 0.0)
+
+    @property
+    def held_before_start_gib(self) -> float | None:
+        """total − free at start − init use: memory someone else held before the weights."""
+        if self.gpu_total_gib is None or self.avail_at_start_gib is None:
+            return None
+        return self.gpu_total_gib - self.avail_at_start_gib - (self.before_weights_gib or 0.0)
+
+    def reached(self) -> int:
+        """Index in STEPS of the furthest step this rank's lines show (-1: none)."""
+        furthest = -1
+        for step in self.lines:
+            furthest = max(furthest, STEPS.index(step))
+        return furthest
+
+    def step_state(self, step: str, run_reached: int, hybrid: bool) -> str:
+        """``done`` | ``ran_out`` (torch OOM) | ``failed`` (another error) | ``in_progress`` |
+        ``unknown`` (a later step shows, this one is not in the log) | ``not_reached`` |
+        ``not_logged`` (serving: only the first rank prints the budget) | ``n/a``."""
+        i = STEPS.index(step)
+        if self.oom is not None and self.oom.phase and PHASE_STEP.get(self.oom.phase) == step:
+            return "ran_out"
+        if step == "mamba_cache" and not hybrid:
+            return "n/a"
+        done = {
+            "init": self.before_weights_gib is not None or self.avail_at_start_gib is not None,
+            "weights": self.weights_done,
+            "kv_cache": self.kv_gib is not None or self.kv_tokens is not None,
+            "mamba_cache": self.mamba_slots is not None or self.mamba_gib is not None,
+            "pools": self.avail_after_pools_gib is not None,
+            "cuda_graphs": self.graph_done,
+            "serving": self.budget is not None,
+        }[step]
+        if done:
+            return "done"
+        if self.failed_phase and PHASE_STEP.get(self.failed_phase) == step:
+            return "failed"
+        if (step == "weights" and self.weights_began) or (step == "cuda_graphs" and self.graph_began):
+            return "in_progress"
+        if step == "serving" and run_reached >= i:
+            return "not_logged"  # the budget line is printed by the first rank only
+        reached = max(self.reached(), run_reached)
+        return "unknown" if i < reached else "not_reached"
+
+    def steps(self, run_reached: int, hybrid: bool) -> list[dict[str, Any]]:
+        out = []
+        for step in STEPS:
+            state = self.step_state(step, run_reached, hybrid)
+            if state == "n/a":
+                continue
+            used, after = {
+                "init": (self.before_weights_gib, self.avail_at_start_gib),
+                "weights": (self.weights_gib, self.avail_after_weights_gib),
+                "kv_cache": (self.kv_gib, None),
+                "mamba_cache": (self.mamba_gib, None),
+                "pools": (None, self.avail_after_pools_gib),
+                "cuda_graphs": (self.graph_gib, self.avail_after_graphs_gib),
+                "serving": (None, number((self.budget or {}).get("available_gpu_mem"))),
+            }[step]
+            out.append({"step": step, "state": state, "used_gib": rounded(used),
+                        "avail_after_gib": rounded(after), "line": self.lines.get(step)})
+        return out
+
+    def to_json(self, run_reached: int, hybrid: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "rank": self.rank or "TP0",
+            "gpu_total_gib": rounded(self.gpu_total_gib), "gpu_total_source": self.gpu_total_source,
+            "before_weights_gib": rounded(self.before_weights_gib),
+            "avail_at_start_gib": rounded(self.avail_at_start_gib),
+            "weights_gib": rounded(self.weights_gib), "avail_after_weights_gib": rounded(self.avail_after_weights_gib),
+            "kv_cache": None if self.kv_gib is None and self.kv_tokens is None else {
+                "tokens": self.kv_tokens, "k_gib": rounded(self.kv_k_gib), "v_gib": rounded(self.kv_v_gib),
+                "gib": rounded(self.kv_gib), "dtype": self.kv_dtype, "swa": self.swa},
+            "mamba_cache": None if self.mamba_slots is None and self.mamba_gib is None else {
+                "slots": self.mamba_slots, "conv_gib": rounded(self.mamba_conv_gib),
+                "ssm_gib": rounded(self.mamba_ssm_gib), "intermediate_gib": rounded(self.mamba_intermediate_gib),
+                "gib": rounded(self.mamba_gib)},
+            "avail_after_pools_gib": rounded(self.avail_after_pools_gib),
+            "cuda_graphs": None if not self.graph_began and self.graph_gib is None else {
+                "began_avail_gib": rounded(self.graph_begin_avail_gib), "gib": rounded(self.graph_gib),
+                "done": self.graph_done, "last_bs": self.graph_last_bs,
+                "last_avail_gib": rounded(self.graph_last_avail_gib)},
+            "avail_after_graphs_gib": rounded(self.avail_after_graphs_gib),
+            "held_before_start_gib": rounded(self.held_before_start_gib),
+            "oom": self.oom.to_json() if self.oom else None,
+            "steps": self.steps(run_reached, hybrid),
+        }
+        return out
+
+
+def rank_sort_key(tag: str) -> tuple:
+    """Ranks in order: ``TP2`` before ``TP10``, ``DP0 TP1`` before ``DP1 TP0``."""
+    return tuple((name, int(n)) for name, n in _TAG_TOKEN.findall(tag)) or (("", -1),)
+
+
+def rank_label(tag: str) -> str:
+    """An untagged rank is the only one, ``TP0``."""
+    return tag or "TP0"
+
+
+def _collapse(labels: list[str]) -> str:
+    """``TP0, TP1, TP2, TP3`` → ``TP0–TP3`` (only for plain consecutive single-token tags)."""
+    if len(labels) == 1:
+        return labels[0]
+    parts = [_TAG_TOKEN.fullmatch(x) for x in labels]
+    if all(parts) and len({p.group(1) for p in parts}) == 1:  # type: ignore[union-attr]
+        nums = [int(p.group(2)) for p in parts]  # type: ignore[union-attr]
+        if nums == list(range(nums[0], nums[0] + len(nums))):
+            return f"{labels[0]}–{labels[-1]}"
+    return ", ".join(labels)
+
+
+@dataclass
+class Ledger:
+    """A run's GPU memory, rank by rank, plus the figures the memory fixes are computed from."""
+
+    run_index: int
+    touched: bool
+    phase: str
+    ranks: list[RankLedger] = field(default_factory=list)
+    mem_fraction_static: float | None = None
+    # the server's name for the static fraction, set by a dialect whose ledger reads one
+    # (SGLang's "mem_fraction_static"); None: the title says nothing of it
+    static_fraction_name: str | None = None
+    mfs_source: str | None = None
+    tp_size: int | None = None
+    ooms: list[OOMRecord] = field(default_factory=list)
+    hybrid: bool = False
+    mamba_strategy: str | None = None
+    mamba_full_memory_ratio: float | None = None
+    max_mamba_cache_size_arg: int | None = None
+    slots_per_request: int | None = None
+    slots_per_request_source: str | None = None
+    disable_radix_cache: bool = False
+    unbalanced_note: str | None = None
+    sglang_min_viable: float | None = None  # from SGLang's own message, for cross-checking
+    sglang_mamba: dict[str, Any] = field(default_factory=dict)  # figures from SGLang's Mamba errors
+    quantized: bool = False  # --quantization set or a quantized checkpoint name
+    # figures the dialect's sizing formulas derive (``None``: an input is not in the log)
+    kv_rest: float | None = None  # KV room the static fraction leaves (may be ≤ 0: no room)
+    mamba_per_slot_gib: float | None = None
+    mamba_requests_fit: int | None = None
+    error: str | None = None  # set when the ledger could not be built (a bug in logx, not in the log)
+
+    # — figures across ranks (SGLang takes the minimum over ranks) ———————————————————
+
+    def _min(self, attr: str) -> float | None:
+        values = [getattr(r, attr) for r in self.ranks if getattr(r, attr) is not None]
+        return min(values) if values else None
+
+    @property
+    def pre_gib(self) -> float | None:
+        """``pre_model_load_memory``: free memory before the weights, min over ranks (``None``
+        when not logged, or 0: no formula divides by it)."""
+        pre = self._min("avail_at_start_gib")
+        return pre if pre is not None and pre > 0 else None
+
+    @property
+    def avail_after_weights_gib(self) -> float | None:
+        return self._min("avail_after_weights_gib")
+
+    @property
+    def oom(self) -> OOMRecord | None:
+        """The first torch OOM of the run (the first rank to run out)."""
+        return self.ooms[0] if self.ooms else None
+
+    @property
+    def gpu_total(self) -> tuple[float | None, str | None]:
+        for r in self.ranks:
+            if r.gpu_total_source == "torch OOM message" and r.gpu_total_gib:
+                return r.gpu_total_gib, f"torch OOM message ({rank_label(r.rank)})"
+        for o in self.ooms:
+            if o.oom.total_gib:
+                return o.oom.total_gib, "torch OOM message"
+        return None, None
+
+    @property
+    def pre_for_formulas(self) -> tuple[float | None, str]:
+        """``pre`` for the formulas, and what it is: the logged free memory at start, else the
+        GPU total from the OOM message (an upper bound, said so)."""
+        if self.pre_gib is not None:
+            n = sum(1 for r in self.ranks if r.avail_at_start_gib is not None)
+            where = f", min over {n} ranks" if n > 1 else ""
+            return self.pre_gib, f"free memory before the weights{where}"
+        total, _ = self.gpu_total
+        if total is not None:
+            return total, ("the GPU total from torch's OOM message, an upper bound (the free memory before the "
+                           "weights is not in the log)")
+        return None, "unknown: the log has no 'Load weight begin. avail mem' line and no torch OOM figures"
+
+    @property
+    def has_figures(self) -> bool:
+        return bool(self.ooms) or any(
+            r.avail_at_start_gib is not None or r.weights_gib is not None or r.kv_gib is not None
+            or r.avail_after_pools_gib is not None or r.graph_gib is not None or r.budget is not None
+            or r.graph_began or r.before_weights_gib is not None for r in self.ranks)
+
+    @property
+    def status(self) -> str:
+        if self.error:
+            return self.error
+        if not self.touched and not self.ooms:
+            return "not touched"
+        return "touched" if self.has_figures else "no memory figures in the log"
+
+    @property
+    def run_reached(self) -> int:
+        step = PHASE_STEP.get(self.phase)
+        return STEPS.index(step) if step else -1
+
+    @property
+    def mamba_slots(self) -> int | None:
+        values = [r.mamba_slots for r in self.ranks if r.mamba_slots is not None]
+        if not values and isinstance(self.sglang_mamba.get("slots"), int):
+            return self.sglang_mamba["slots"]
+        return min(values) if values else None
+
+    def rank(self, tag: str) -> RankLedger | None:
+        for r in self.ranks:
+            if r.rank == tag:
+                return r
+        return None
+
+    def groups(self) -> list[tuple[str, RankLedger]]:
+        """Ranks with identical figures collapsed into one column (``TP0–TP3``)."""
+        out: list[tuple[list[str], RankLedger, tuple]] = []
+        for r in self.ranks:
+            key = tuple((s["state"], s["used_gib"], s["avail_after_gib"])
+                        for s in r.steps(self.run_reached, self.hybrid)
+                        if s["step"] != "serving" or s["state"] in ("ran_out", "failed")) + (
+                r.gpu_total_gib, r.kv_tokens, r.mamba_slots, r.oom is not None)
+            for labels, _first, k in out:
+                if k == key:
+                    labels.append(rank_label(r.rank))
+                    break
+            else:
+                out.append(([rank_label(r.rank)], r, key))
+        return [(_collapse(labels), first) for labels, first, _ in out]
+
+    def to_json(self) -> dict[str, Any]:
+        pre, pre_source = self.pre_gib, self.pre_for_formulas[1]
+        mfs = self.mem_fraction_static
+        total, total_source = self.gpu_total
+        out: dict[str, Any] = {
+            "status": self.status, "touched": self.touched or bool(self.ooms), "unit": "GiB",
+            "gpu_total_gib": rounded(total), "gpu_total_source": total_source,
+            "mem_fraction_static": mfs, "mem_fraction_static_source": self.mfs_source,
+            "pre_model_load_gib": rounded(pre), "pre_model_load_source": pre_source,
+            "static_gib": rounded(pre * mfs) if pre is not None and mfs is not None else None,
+            "outside_static_gib": rounded(pre * (1 - mfs)) if pre is not None and mfs is not None else None,
+            "kv_room_gib": rounded(self.kv_rest),
+            "ranks": [r.to_json(self.run_reached, self.hybrid) for r in self.ranks],
+            "oom": self.oom.to_json() if self.oom else None,
+            "unbalanced": self.unbalanced_note,
+            "mamba": None if not self.hybrid else {
+                "strategy": self.mamba_strategy, "slots": self.mamba_slots,
+                "slots_per_request": self.slots_per_request,
+                "slots_per_request_source": self.slots_per_request_source,
+                "per_slot_gib": rounded(self.mamba_per_slot_gib, 4),
+                "requests_fit": self.mamba_requests_fit,
+                "mamba_full_memory_ratio": self.mamba_full_memory_ratio,
+                "max_mamba_cache_size": self.max_mamba_cache_size_arg},
+        }
+        return out
+
+
+# — what the tracebacks say, for every dialect ————————————————————————————————————————
+
+
+def traceback_phase(tb: Traceback, run: Any) -> str | None:
+    """The phase ``tb`` was raised in, by the run's dialect's reading of its frames."""
+    return run.dialect.phase_from_frames([f.location for f in tb.frames], [f.function for f in tb.frames])
+
+
+def next_phase(r: RankLedger) -> str | None:
+    """The phase a rank was in when it ran out, from the steps its lines show."""
+    if r.budget is not None or r.graph_done:
+        return "serving"
+    if r.graph_began or r.avail_after_pools_gib is not None:
+        return "cuda_graph"
+    if r.weights_done:
+        return "kv_alloc"
+    if r.weights_began:
+        return "weights"
+    return None
+
+
+def attach_tracebacks(run: Any, ledger: Ledger, by_tag: dict[str, RankLedger],
+                      rank_of: Callable[[str], RankLedger],
+                      phase_hint: Callable[[Traceback], str | None] | None = None) -> None:
+    """Add the run's torch OOMs to the ledger (``ledger.ooms``, each on its rank: ``by_tag``,
+    ``rank_of`` makes a missing one) and where each rank failed. The OOM's phase: its frames,
+    else the dialect's ``phase_hint``, else the step the rank's lines reached, else the run's."""
+    for tb in run.tracebacks:
+        oom = best_oom(tb)
+        if oom is None:
+            continue
+        tag = tb.tag
+        if tag not in by_tag and not tag and len(by_tag) == 1:
+            tag = next(iter(by_tag))  # one rank: an untagged traceback is its own
+        target: RankLedger | None = None
+        if tag in by_tag:
+            target = by_tag[tag]
+        elif tag or not by_tag:  # a tail paste, or a rank whose memory lines are not in the log
+            target = rank_of(tag)
+            tag = target.rank
+        phase = traceback_phase(tb, run)
+        if phase is None and phase_hint is not None:
+            phase = phase_hint(tb)
+        if phase is None and target is not None:
+            phase = next_phase(target)
+        if phase is None and run.phase in PHASE_STEP:  # e.g. the primary finding's phase
+            phase = run.phase
+        line = next((n for n, t in tb.lines if OOM_TEXT.search(t)), tb.first_line)
+        text = next((t for n, t in tb.lines if n == line), "")
+        rec = OOMRecord(oom, line, tag, phase, text)
+        ledger.ooms.append(rec)
+        if target is not None and target.oom is None:
+            target.oom = rec
+            if oom.total_gib is not None:
+                target.gpu_total_gib, target.gpu_total_source = oom.total_gib, "torch OOM message"
+    for tb in run.tracebacks:  # where each rank failed (any exception)
+        failed_in = traceback_phase(tb, run)
+        owner = tb.tag if tb.tag in by_tag else (next(iter(by_tag)) if len(by_tag) == 1 and not tb.tag else None)
+        if failed_in and owner is not None and by_tag[owner].failed_phase is None:
+            by_tag[owner].failed_phase = failed_in
+
+
+def read_torch_ledger(run: Any) -> Ledger:
+    """The ledger of a dialect that reads no memory lines of its own: what torch's OOM messages
+    and the tracebacks say, rank by rank."""
+    ledger = Ledger(run_index=run.index, touched=run.memory_touched, phase=run.phase)
+    by_tag: dict[str, RankLedger] = {}
+
+    def rank_of(tag: str) -> RankLedger:
+        return by_tag.setdefault(tag, RankLedger(rank=tag))
+
+    attach_tracebacks(run, ledger, by_tag, rank_of)
+    ledger.ranks = sorted(by_tag.values(), key=lambda r: rank_sort_key(r.rank))
+    return ledger

@@ -1,0 +1,171 @@
+"""``logx watch`` — follow a log as it is written and say, live, where the launch is and what
+went wrong the moment it goes wrong.
+
+    from logforensics._watch import WatchOptions, watch
+    code = watch("server.log", WatchOptions(until="ready", timeout=600))   # gate for scripts
+    code = watch("-")                                                       # tail -f … | logx watch
+
+This module is the entry point: it opens the source (``follow.py``), picks the view
+(``render/watch.py``) and runs the loop (``watcher.py``); ``gate.py`` holds the options and
+the decisions' types.
+
+Gate mode (``until``): ``"ready"`` ends with 0 at "The server is fired up and ready to roll!",
+1 as soon as a fatal/error finding is seen (decided on the best-ranked problem finding once
+the lines already written are read) or the process dies (the ``logx run`` sidecar or
+``pid``, polled every ``process_poll`` seconds; a pipe's EOF); ``"exit"`` waits for the
+process or stream to end and exits with explain's exit code. ``timeout`` and ``silence`` end
+with 3 (naming the phase it stalled in). Without ``until``: until Ctrl-C or EOF of a pipe,
+then a summary and explain's exit code. Exit codes are those of ``report.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+from . import _sites, _staleness
+from ._analysis import Options
+from ._catalog import Catalog, load_catalog
+from ._deployment_watch import DeploymentWatch
+from ._errors import EXIT_OK
+from ._follow import FollowItem, follow_file, follow_stream
+from ._gate import UNTIL, ProcessMonitor, Terminated, WatchOptions
+from ._launcher import read_sidecar
+from ._render.watch import JsonRenderer, LiveRenderer, PlainRenderer, Renderer, make_renderer
+from ._sources import SourceError
+from ._watcher import Watcher
+
+__all__ = ["WatchOptions", "watch", "watch_many"]
+
+
+
+def open_source(source: str, options: WatchOptions,
+                context: _staleness.Context | None = None) -> tuple[Iterator[FollowItem], str]:
+    """The follower for ``source`` (``-`` = standard input) and its display name. A file
+    that does not exist yet is fine (it is waited for); a directory is a ``SourceError``.
+    A ``logx run --append`` sidecar (``context.offset``) starts the file where its run began."""
+    if source == "-":
+        stdin = sys.stdin
+        if stdin is None or stdin.isatty():
+            raise SourceError("no log to watch: name a file (logx watch server.log) or pipe one "
+                              "in (tail -f server.log | logx watch)")
+        return follow_stream(stdin.buffer, poll=options.poll,
+                             partial_after=options.idle_flush), "<stdin>"
+    if os.path.isdir(source):
+        raise SourceError(f"{source}: is a directory, not a log file")
+    offset = context.offset if context is not None and not options.from_end else 0
+    return follow_file(source, from_end=options.from_end, start_offset=offset,
+                       poll=options.poll, partial_after=options.idle_flush), source
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated
+
+
+def _silence_stdout() -> None:
+    """After ``| head`` closed the pipe: make later writes and the final flush quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _check(options: WatchOptions) -> None:
+    if options.until not in (None, *UNTIL):
+        raise ValueError(f"--until must be one of {', '.join(UNTIL)}")
+    for name in ("timeout", "silence"):
+        value = getattr(options, name)
+        if value is not None and value <= 0:
+            raise ValueError(f"--{name} must be a positive number of seconds")
+
+
+def _watcher(source: str, options: WatchOptions, catalog: Catalog, renderer: Renderer) -> Watcher:
+    """The watch loop of one source: its follower, its process monitor, its sidecar context."""
+    path = None if source == "-" else source
+    monitor = ProcessMonitor(path, options.pid, options.use_sidecar)
+    context = None
+    if path is not None:
+        context = _staleness.prepare(path, Options(pid=options.pid, since=options.since)) \
+            if options.use_sidecar \
+            else _staleness.Context(path=path)
+    items, name = open_source(source, options, context)
+    watcher = Watcher(items, renderer, options, catalog, name, monitor if monitor.active else None,
+                      path=path, context=context)
+    if options.until == "exit" and source != "-" and options.pid is None and (
+            not options.use_sidecar or read_sidecar(source) is None):
+        renderer.notice("note", "no `logx run` sidecar and no --pid: --until exit cannot see the "
+                                "process end; it stops at Ctrl-C or --timeout")
+    return watcher
+
+
+@contextlib.contextmanager
+def _session(out: TextIO | None, closing: list[Any]) -> Iterator[None]:
+    """SIGTERM ends the watch like Ctrl-C; a closed pipe downstream is quiet; followers and
+    live views are closed whatever happens."""
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminate)  # `timeout`, kill: end like Ctrl-C
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        for thing in closing:
+            stop = thing.stop if isinstance(thing, LiveRenderer) else getattr(thing, "close", None)
+            if stop is not None:
+                with contextlib.suppress(Exception):
+                    stop()
+
+
+def watch(source: str = "-", options: WatchOptions | None = None, *,
+          catalog: Catalog | None = None, out: TextIO | None = None,
+          console: Any = None) -> int:
+    """Follow ``source`` (a path, or ``-`` for standard input) and return the exit code:
+    0 ready / no failure, 1 a fatal/error finding or the process died before ready,
+    3 timeout or silence. ``console``: the rich Console of the live view (one on ``out`` by
+    default). Raises ``SourceError`` for a source that cannot be followed and ``ValueError``
+    for bad options."""
+    options = options or WatchOptions()
+    _check(options)
+    catalog = catalog or load_catalog()
+    _sites.load_in_background()
+    renderer = make_renderer(options, out, console)
+    watcher = _watcher(source, options, catalog, renderer)
+    try:
+        with _session(out, [renderer, watcher.items]):
+            return watcher.execute()
+    except BrokenPipeError:
+        if out is None or out is sys.stdout:
+            _silence_stdout()
+        return EXIT_OK
+
+
+def watch_many(sources: list[str], options: WatchOptions | None = None, *,
+               catalog: Catalog | None = None, out: TextIO | None = None) -> int:
+    """Follow several node logs together (``logx watch node*.log``): each file's updates are
+    printed with its name, and the end is the deployment's, as ``logx explain`` gives it for
+    the same files (see ``deployment_watch.py``). Plain lines or JSON lines (a live view is
+    one file's). Same exit codes as ``watch``."""
+    options = options or WatchOptions()
+    _check(options)
+    catalog = catalog or load_catalog()
+    _sites.load_in_background()
+    mode = "json" if options.mode == "json" else "plain"
+    watchers = [_watcher(src, options, catalog,
+                         JsonRenderer(out, label=src) if mode == "json" else
+                         PlainRenderer(out, verbose=options.verbose, label=src))
+                for src in sources]
+    try:
+        with _session(out, [w.items for w in watchers]):
+            return DeploymentWatch(watchers, JsonRenderer(out) if mode == "json" else PlainRenderer(out)).execute()
+    except BrokenPipeError:
+        if out is None or out is sys.stdout:
+            _silence_stdout()
+        return EXIT_OK

@@ -1,0 +1,556 @@
+"""The ``logx watch`` loop: ``Watcher.run_loop`` pulls lines and idle ticks from ``follow.py``,
+feeds every line to the incremental ``Analyzer`` (the same one ``explain`` uses) and turns what
+changed into updates for a view (``render/watch.py``): a phase reached, a run started, a finding
+(the same ``Finding.to_dict`` schema as ``explain --json``), the process ending, the file
+truncated/rotated, and the end (an ``Outcome``).
+
+A traceback is reported as soon as it is complete. One still open when the stream has been
+idle for ``idle_flush`` seconds (the crashing process printed its last line and died) is
+matched from a snapshot (``TracebackAssembler.pending``) on a throwaway ``Matcher`` seeded
+with the run's hits, so a crash is never hidden by the line that never comes. Findings are
+keyed (run, id — and for unclassified exceptions the traceback's first line), so a finding
+seen in a snapshot is not reported again when its traceback completes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from . import _staleness
+from ._analysis import Analyzer, Options, run_facts
+from ._catalog import Catalog, load_catalog
+from ._errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
+from ._findings import CONFIDENCE, Evidence, Finding, Matcher, fill, rank
+from ._follow import FollowItem, Tick
+from ._gate import (
+    SETTLE_SECONDS,
+    Outcome,
+    ProcessEnd,
+    ProcessMonitor,
+    Terminated,
+    WatchOptions,
+    display_phase,
+    gate_ready,
+)
+from ._render.watch import Renderer
+from ._report import Report
+from ._runs import PHASE_RANK, Run
+from ._sources import RawLine
+from ._tracebacks import Traceback
+
+# Built-in texts for the two findings only watch can see (a pattern with the same id in the
+# catalog replaces them).
+_SYNTHETIC = {
+    "process_died_without_traceback": dict(
+        title="The server process ended before it was ready, without a traceback",
+        severity="fatal",
+        explanation=("The process {how} while in the {phase} phase and the log shows no error "
+                     "explaining it: it was killed (the host OOM killer, a container limit, "
+                     "a signal) or its error went to another stream."),
+        fix=("Check `dmesg` / `journalctl -k` for the OOM killer and the container's memory "
+             "limit; make sure stderr goes to this log (`logx run --log FILE -- CMD`)."),
+    ),
+    "log_empty": dict(
+        title="The process ended and the log is empty",
+        severity="fatal",
+        explanation=("The process {how} and wrote nothing to this log: it died before logging, "
+                     "or its output went elsewhere (a lost nohup/ssh redirect)."),
+        fix="Launch with the output captured by a launcher that opens the log first: "
+            "`logx run --log FILE -- {launch_example}`.",
+    ),
+}
+
+
+
+
+_BATCH_KINDS = frozenset({"prefill_batch", "decode_batch"})
+# Events that can change a run's findings besides a new catalog hit: the named conditions look
+# at endings, memory events and the phase (a phase change also triggers a check).
+_TRIGGER_KINDS = frozenset({"server_args", "traceback", "ready"})
+
+
+def _finding_key(f: Finding) -> tuple:
+    if f.id == "unclassified_exception":
+        anchor = f.traceback.first_line if f.traceback is not None else f.title
+        return (f.run, f.id, anchor)
+    return (f.run, f.id)
+
+
+class Watcher:
+    """The watch loop. ``items`` are ``RawLine``s and ``Tick``s (``follow.py``)."""
+
+    def __init__(self, items: Iterable[FollowItem], renderer: Renderer,
+                 options: WatchOptions | None = None, catalog: Catalog | None = None,
+                 name: str = "<stream>", monitor: ProcessMonitor | None = None,
+                 path: str | None = None, context: _staleness.Context | None = None):
+        self.items = items
+        self.path = path  # a followed file: the stale-log detector checks the final report
+        self.context = context
+        self.renderer = renderer
+        self.options = options or WatchOptions()
+        self.catalog = catalog or load_catalog()
+        self.analyzer = Analyzer(self.catalog, dialect=self.options.dialect)
+        self.name = name
+        self.monitor = monitor
+        self.started = time.monotonic()
+        self.last_line_at = self.started
+        self.waiting = False
+        self.last_ts: str | None = None
+        self.reported: set[tuple] = set()
+        self.reported_list: list[Finding] = []
+        self._phase_rank: dict[int, int] = {}
+        self._runs_seen = 0
+        self._hits_seen: dict[int, int] = {}
+        self._last_phase: dict[int, str] = {}
+        self._flushed_at = -1
+        self._pending_hits: list = []  # hits from the last idle-flush snapshot
+        self._pending_tracebacks: list[Traceback] = []  # the open tracebacks it matched
+        self._findings: list[Finding] = []  # the current run's findings, ranked
+        self.problem_since: float | None = None
+        self.process_end: ProcessEnd | None = None
+        self._death_drained = False
+        self._death_reported = False
+        self._next_poll = self.started
+        self.finished = False
+        self.eof = False
+        self.live = False  # caught up with what the source held when the watch started
+        self.history_lines: int | None = None  # the lines it held then (None: not caught up yet)
+        self.synthetic: list[Finding] = []
+        self._slow_noticed = 0  # the patterns disabled for timing out already said
+
+    # — state ——————————————————————————————————————————————————————————————
+
+    @property
+    def run(self) -> Run | None:
+        runs = self.analyzer.runs
+        return runs[-1] if runs else None
+
+    @property
+    def lines(self) -> int:
+        return self.analyzer.lines
+
+    @property
+    def run_count(self) -> int:
+        return len(self.analyzer.runs)
+
+    def current_findings(self) -> list[Finding]:
+        return rank(self._findings + [f for f in self.synthetic
+                                      if self.run is None or f.run == self.run.index])
+
+    def best_problem(self) -> Finding | None:
+        return next((f for f in self.current_findings() if f.is_problem), None)
+
+    def _ingest(self, events: list) -> None:
+        disabled = self.analyzer.matcher.guard.disabled_order
+        for slow in disabled[self._slow_noticed:]:  # said once, when it is dropped
+            self.renderer.notice("note", f"pattern {slow.id} ({slow.source}): its regex timed out "
+                                         f"{slow.timeouts}× ({slow.seconds:.2f} s); disabled for the "
+                                         "rest of this log", self.last_ts)
+        self._slow_noticed = len(disabled)
+        interesting = trigger = False
+        dialect = self.analyzer.dialect
+        triggers = dialect.ending_kinds | dialect.memory_kinds | _TRIGGER_KINDS
+        for e in events:
+            if e.line.ts:
+                self.last_ts = e.line.ts
+            kind = e.kind
+            if kind != "line":
+                interesting = True
+                if kind in triggers:
+                    trigger = True
+        if self._pending_hits and (not self.analyzer.events.assembler.has_open
+                                   or any(e.kind == "traceback" for e in events)):
+            self._clear_pending()  # the snapshot's traceback completed: its real hits count now
+        runs = self.analyzer.runs
+        if not runs:
+            return
+        if len(runs) != self._runs_seen:
+            # A new run: the previous run's problems no longer decide (its own are checked below).
+            self._clear_pending()
+            self.problem_since = None
+            for run in runs[max(self._runs_seen - 1, 0):]:
+                self._check_phases(run)
+                self._check_findings(run)
+            for run in runs[max(self._runs_seen, 1):]:
+                if run.index > 1:
+                    self.renderer.new_run(run, self.last_ts)
+            self._runs_seen = len(runs)
+        run = runs[-1]
+        hits = len(self.analyzer.matcher_for(run).hits.get(run.index, ()))
+        if interesting:
+            phase = run.phase
+            self._check_phases(run, events)
+            if phase != self._last_phase.get(run.index):
+                self._last_phase[run.index] = phase
+                trigger = True
+        if trigger or hits != self._hits_seen.get(run.index):
+            self._check_findings(run)
+
+    def feed(self, raw: RawLine) -> None:
+        """One line, through the analysis' per-line fast path for statistics lines."""
+        self._ingest(self.analyzer.feed_fast(raw))
+
+    def _flush_bulk(self) -> None:
+        self._ingest(self.analyzer.flush_bulk())
+
+    def _check_phases(self, run: Run, events: list | None = None) -> None:
+        best = self._phase_rank.get(run.index, -1)
+        new = [(PHASE_RANK[p], p, line) for p, line in run.phase_lines.items() if PHASE_RANK[p] > best]
+        for rank_, phase, line in sorted(new):
+            if phase == "serving":
+                # The warmup request's batch lines come before the ready line: serving starts
+                # at the first batch after it.
+                if not gate_ready(run):
+                    continue
+                ready_at = run.phase_lines.get("ready")
+                if ready_at is not None and line < ready_at:
+                    later = [e.number for e in events or () if e.kind in _BATCH_KINDS
+                             and e.number > ready_at]
+                    if not later:
+                        continue
+                    line = later[0]
+            self.renderer.phase(run, phase, line, self.last_ts)
+            best = rank_
+        self._phase_rank[run.index] = best
+
+    def _check_findings(self, run: Run, pending: list[Traceback] | None = None) -> None:
+        self._hits_seen[run.index] = len(self.analyzer.matcher_for(run).hits.get(run.index, ()))
+        if pending:
+            scratch = Matcher(self.catalog)
+            scratch.hits = {run.index: list(self.analyzer.matcher_for(run).hits.get(run.index, ()))}
+            self._pending_tracebacks = list(pending)
+            for tb in pending:
+                self._pending_hits.extend(scratch.on_traceback(tb, run))
+        findings = self.snapshot_findings(run)
+        if run is self.run:
+            self._findings = findings
+        for f in findings:
+            self._report(f)
+
+    def snapshot_findings(self, run: Run) -> list[Finding]:
+        """``run``'s ranked findings now, including those of a traceback still open at the
+        last idle flush (matched on a throwaway ``Matcher`` seeded with the run's hits)."""
+        if self._pending_hits and run is self.run:
+            scratch = Matcher(self.catalog)
+            scratch.hits = {run.index: list(self.analyzer.matcher_for(run).hits.get(run.index, ()))
+                            + self._pending_hits}
+            # the facts as explain's would be once the open traceback is part of the run
+            seen = copy.copy(run)
+            seen.tracebacks = run.tracebacks + self._pending_tracebacks
+            return scratch.findings(seen, run_facts(seen))
+        return self.analyzer.findings(run)
+
+    def _report(self, f: Finding) -> None:
+        key = _finding_key(f)
+        if key in self.reported:
+            return
+        self.reported.add(key)
+        self.reported_list.append(f)
+        self.renderer.finding(f, self.last_ts)
+        if f.is_problem and self.problem_since is None and (self.run is None or f.run == self.run.index):
+            self.problem_since = time.monotonic()
+
+    def _clear_pending(self) -> None:
+        self._pending_hits = []
+        self._pending_tracebacks = []
+
+    def _idle_flush(self, now: float, quiet: bool = False) -> None:
+        """Match a traceback still open once the writer went quiet (``quiet``: the source
+        says it has been, e.g. a file last written long ago) or ``idle_flush`` s passed."""
+        if not (quiet or now - self.last_line_at >= self.options.idle_flush) \
+                or self._flushed_at == self.analyzer.lines:
+            return
+        self._flushed_at = self.analyzer.lines
+        pending = self.analyzer.events.assembler.pending()
+        if pending:
+            if self.run is None:  # a cut log may be nothing but an open traceback: no run yet
+                self.analyzer.tracker.current  # noqa: B018 - makes the run, as explain's finish would
+                self._ingest([])
+            run = self.analyzer.tracker.current
+            self._clear_pending()
+            self._check_findings(run, pending)
+
+    def conclude(self) -> None:
+        """The watch ends here (a deployment decided by another node): what is still open (a
+        traceback whose lines stopped) is read as ``explain`` reads the end of the file."""
+        self._finish()
+
+    def _finish(self) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        self._flush_bulk()
+        self._clear_pending()
+        events = self.analyzer.finish()
+        self._ingest(events)
+        if self.run is not None:
+            self._check_findings(self.run)
+
+    def _death_findings(self) -> None:
+        """The process ended before ready: the stale-log detector's finding for a followed
+        file (``process_died_without_traceback``, ``log_empty``), else watch's own."""
+        if self._death_reported:
+            return
+        self._death_reported = True
+        if self.path is not None:
+            report = self.report(status=True)
+            own = [f for f in report.findings if f.id in _staleness.STATUS_IDS and f.is_problem]
+            if own:
+                for f in own:
+                    f.run = f.run or (self.run.index if self.run else 1)
+                    self.synthetic.append(f)
+                    self._report(f)
+                return
+        self._synthesize_death()
+
+    def _synthesize_death(self) -> Finding | None:
+        """A finding for a process (or input stream) that ended before ready with no problem
+        finding."""
+        end = self.process_end or (ProcessEnd(None, source="stream") if self.eof else None)
+        run = self.run
+        if end is None or gate_ready(run) or self.best_problem() is not None:
+            return None
+        pid, how = end.pid, end.how()
+        ident = "log_empty" if self.analyzer.lines == 0 else "process_died_without_traceback"
+        phase = run.phase if run is not None else "launch"
+        values = {**(run_facts(run) if run is not None else {}), "how": how, "phase": phase,
+                  "launch_example": self.analyzer.dialect.launch_example,
+                  "pid": pid, "exit_code": end.exit_code, "signal": end.signal}
+        pattern = self.catalog.by_id.get(ident)
+        base = _SYNTHETIC[ident]
+        title = fill(pattern.title if pattern else base["title"], values)
+        explanation = fill(pattern.explanation if pattern else base["explanation"], values)
+        fix = fill(pattern.fix if pattern else base["fix"], values)
+        evidence = [Evidence(n, text) for n, text in list(run.tail)[-3:]] if run is not None else []
+        finding = Finding(id=ident, title=title, severity=pattern.severity if pattern else "fatal",
+                          confidence=CONFIDENCE["process_end"], phase=phase, run=run.index if run else 1,
+                          evidence=evidence, explanation=explanation, fix=fix,
+                          priority=pattern.priority if pattern else 40,
+                          facts={"exit_code": end.exit_code, "signal": end.signal, "pid": pid})
+        self.synthetic.append(finding)
+        self._report(finding)
+        return finding
+
+    def report(self, status: bool = False) -> Report:
+        """The explain-style report of what was seen: the last run, its findings as of now
+        (an open traceback's snapshot and watch's own process-death finding included). With
+        ``status``, a followed file also goes through the stale-log detector, as in
+        ``explain``, so the exit code is the one ``explain`` would give."""
+        report = self.analyzer.report(self.name, Options())
+        if report.run is not None:
+            extra = [f for f in self.synthetic if f.run == report.run.index]
+            report.findings = rank(self.snapshot_findings(report.run) + extra)
+        if status and self.path is not None:
+            opts = Options(pid=self.options.pid, since=self.options.since,
+                           silence=self.options.silence or 120.0)
+            try:
+                found = _staleness.assess(self.path, report, opts, context=self.context)
+            except Exception:  # noqa: BLE001 - the detector is advisory here; never lose the end
+                found = None
+            if found is not None:
+                report = _staleness.apply(report, found)
+        return report
+
+    # — decisions ————————————————————————————————————————————————————————————
+
+    def _outcome(self, reason: str, code: int | None = None, message: str = "",
+                 **extra: Any) -> Outcome:
+        report = self.report(status=reason in ("exited", "eof", "interrupted")
+                             or (code is None and reason in ("timeout", "silence")))
+        for f in report.findings:
+            if (report.run is None or f.run in (0, report.run.index)) and f.id in _staleness.STATUS_IDS:
+                self._report(f)
+        primary = report.primary
+        if code is None:
+            code = report.exit_code
+        verdict = report.verdict
+        if reason == "failed":
+            verdict, primary = "failed", self.best_problem() or primary
+        return Outcome(reason, code, verdict, primary, self.run, self.process_end, message, extra)
+
+    def _stale_history(self, line: int) -> Outcome | None:
+        """A gate decided on ``line``, which was already in the file when the watch started:
+        make sure it is this run's (the stale-log detector), not a previous run's output."""
+        if self.path is None or (self.history_lines is not None and line > self.history_lines):
+            return None
+        report = self.report(status=True)
+        if report.verdict != "stale":
+            return None
+        for f in report.findings:
+            if f.id in _staleness.STATUS_IDS:
+                self._report(f)
+        why = report.status.summary if report.status is not None else "an earlier run's output"
+        return Outcome("stale", EXIT_INCONCLUSIVE, "stale", report.primary, self.run, self.process_end,
+                       f"the log holds an earlier run's output: {why}")
+
+    def _settled(self, now: float, idle: bool) -> bool:
+        """A problem can decide the gate: all that was written has been read (``idle``) or it
+        has stood ``SETTLE_SECONDS`` while lines still arrive. A traceback still open may name
+        the cause the problem only announces ("EngineCore failed to start." comes before its
+        traceback): it gets until the idle flush has matched it."""
+        waited = now - self.problem_since if self.problem_since is not None else 0.0
+        if self.analyzer.events.assembler.has_open and not self._pending_hits:
+            return waited >= SETTLE_SECONDS + self.options.idle_flush
+        return idle or waited >= SETTLE_SECONDS
+
+    def _where(self, what: str, verb: str) -> str:
+        run = self.run
+        phase = display_phase(run) if run is not None else "launch"
+        last = self.analyzer.lines
+        where = f"{verb} phase {phase}" + (f" (last line {last})" if last else " (no line yet)")
+        return f"{what}; {where}"
+
+    def _decide(self, now: float, idle: bool) -> Outcome | None:
+        o = self.options
+        run = self.run
+        until = o.until
+        died = self.process_end is not None and self._death_drained
+        if until == "ready":
+            ended = self.eof or died
+            if ended:
+                self._finish()
+            # While the history is still being read nothing is decided: the gate judges the
+            # run the log is about once it has read what the log already holds, as explain does.
+            if self.live or ended:
+                run = self.run
+                problem = self.best_problem()
+                if problem is not None and (ended or self._settled(now, idle)):
+                    if not ended or gate_ready(run):
+                        at = problem.evidence[0].line if problem.evidence else self.analyzer.lines
+                        return self._stale_history(at) or self._outcome(
+                            "failed", EXIT_FAILURE, f"{problem.id}: {problem.title}")
+                elif problem is None and run is not None and gate_ready(run):
+                    line = run.phase_lines.get("ready") or run.phase_lines.get("serving") or 0
+                    return self._stale_history(line) or self._outcome(
+                        "ready", EXIT_OK, f"the server is ready (line {line})")
+            if ended:
+                self._death_findings()
+                problem = self.best_problem()
+                what = self.process_end.describe() if self.process_end else "the input stream ended"
+                msg = f"{what} before the server was ready"
+                if problem is not None:
+                    msg += f": {problem.id}: {problem.title}"
+                return self._outcome("exited" if self.process_end else "eof", EXIT_FAILURE, msg)
+        elif self.eof or (died and until == "exit"):
+            self._finish()
+            if self.process_end is not None and (self.process_end.abnormal or not gate_ready(self.run)):
+                self._death_findings()
+            what = self.process_end.describe() if self.process_end else "the input stream ended"
+            return self._outcome("exited" if self.process_end else "eof", None, what)
+        elif died and not self._death_reported and not gate_ready(run):
+            self._death_findings()  # without --until: say so, and keep following (tail -F)
+        gate = until is not None
+        if o.timeout is not None and now - self.started >= o.timeout:
+            return self._outcome("timeout", EXIT_INCONCLUSIVE if gate else None,
+                                 self._where(f"no decision after {o.timeout:g} s", "still in"),
+                                 waited=round(now - self.started, 3))
+        if o.silence is not None and now - self.last_line_at >= o.silence:
+            return self._outcome("silence", EXIT_INCONCLUSIVE if gate else None,
+                                 self._where(f"no new line for {o.silence:g} s", "stalled in"),
+                                 silent_for=round(now - self.last_line_at, 3))
+        return None
+
+    def _poll_process(self, now: float) -> None:
+        if self.monitor is None or self.process_end is not None or now < self._next_poll:
+            return
+        self._next_poll = now + self.options.process_poll
+        end = self.monitor.poll()
+        if end is not None:
+            self.process_end = end
+            self.renderer.process(end, self.last_ts)
+
+    # — the loop ————————————————————————————————————————————————————————————
+
+    def run_loop(self) -> Outcome:
+        """Consume items until a decision (or Ctrl-C); returns how it ended."""
+        self.renderer.start(self)
+        iterator: Iterator[FollowItem] = iter(self.items)
+        outcome: Outcome | None = None
+        try:
+            for item in iterator:
+                outcome = self.step(item)
+                if outcome is not None:
+                    break
+            else:
+                outcome = self.exhausted()
+        except KeyboardInterrupt as exc:
+            outcome = self.interrupted(exc)
+        finally:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    close()
+        return outcome
+
+    def step(self, item: FollowItem) -> Outcome | None:
+        """One line or tick of the source; the outcome once the watch is decided."""
+        now = time.monotonic()
+        idle = False
+        if isinstance(item, RawLine):
+            self.waiting = False
+            if item.eol:  # a line without newline comes once the writer went quiet
+                self.last_line_at = now
+            self.feed(item)
+        else:
+            idle = self._on_tick(item, now)
+        self._poll_process(now)
+        outcome = self._decide(now, idle)
+        if outcome is None:
+            self.renderer.refresh(self)
+        return outcome
+
+    def exhausted(self) -> Outcome:
+        """The source ended (a pipe's EOF): decide on everything read."""
+        self.eof = True
+        outcome = self._decide(time.monotonic(), True)
+        if outcome is None:  # pragma: no cover - at the end of the source every mode decides
+            self._finish()
+            outcome = self._outcome("eof")
+        return outcome
+
+    def interrupted(self, exc: KeyboardInterrupt) -> Outcome:
+        """Ctrl-C or SIGTERM: the summary of what was read."""
+        self._finish()
+        how = "stopped (SIGTERM)" if isinstance(exc, Terminated) else "stopped (Ctrl-C)"
+        return self._outcome("interrupted", None, how)
+
+    def _on_tick(self, tick: Tick, now: float) -> bool:
+        kind = tick.kind
+        if kind == "eof":
+            self.eof = True
+            return True
+        if kind == "waiting":
+            if not self.waiting:
+                self.waiting = True
+                self.renderer.notice("waiting", f"for {self.name} to appear")
+            if self.process_end is not None:
+                self._death_drained = True
+            return True
+        if kind in ("truncated", "rotated"):
+            self.renderer.notice(kind, tick.detail, self.last_ts)
+            return False
+        if kind == "opened":
+            self.waiting = False
+            return False
+        # idle: everything the source holds has been read
+        if not self.live:
+            self.live = True
+            self.history_lines = self.analyzer.lines
+        self._flush_bulk()
+        if self.process_end is not None:
+            self._death_drained = True
+        self._idle_flush(now, quiet=tick.detail == "quiet")
+        return True
+
+    def execute(self) -> int:
+        """Run the loop, print the end, and return the exit code."""
+        outcome = self.run_loop()
+        self.renderer.end(outcome, self)
+        return outcome.exit_code
+
+
+
