@@ -55,7 +55,9 @@ class Tick:
     """Control returned to the consumer when no line is ready.
 
     ``kind`` is one of ``idle`` (nothing new this poll; ``detail`` ``quiet`` when nothing has
-    changed for ``partial_after`` seconds, by the clock or the file's mtime), ``waiting`` (the file does not exist
+    changed for ``partial_after`` seconds, by the clock or the file's mtime, ``still`` when that
+    has lasted ``STILL_SECONDS``, ``partial`` while the source holds the start of a line whose
+    newline has not come yet), ``waiting`` (the file does not exist
     yet), ``opened`` (the file was opened; ``detail`` says where reading starts),
     ``truncated``, ``rotated`` (``detail`` describes what happened) or ``eof`` (a stream
     ended; the generator returns after it)."""
@@ -66,8 +68,20 @@ class Tick:
 
 IDLE = Tick("idle")
 QUIET = Tick("idle", "quiet")  # idle, and the writer has been quiet for ``partial_after`` s
+# idle in the middle of a line: what is open (a traceback) is not complete until it is flushed
+PARTIAL = Tick("idle", "partial")
+# quiet for STILL_SECONDS: longer than a loaded machine pauses a writer between two lines
+STILL_SECONDS = 2.0
+STILL = Tick("idle", "still")
 WAITING = Tick("waiting")
 FollowItem = RawLine | Tick
+
+
+def _idle_tick(quiet: bool, silent: float, pending: bool) -> Tick:
+    """The tick for a poll that read nothing: how long the writer has been silent decides."""
+    if quiet:
+        return STILL if silent >= STILL_SECONDS else QUIET
+    return PARTIAL if pending else IDLE
 
 
 def _identity(st: os.stat_result) -> tuple[int, int]:
@@ -215,11 +229,12 @@ def follow_file(path: str | os.PathLike, *, from_end: bool = False, start_offset
                 pos, skip_fragment = 0, False
                 yield Tick("truncated", f"{name} was truncated; reading it from the start")
                 continue
-            quiet = partial_after is not None and (time.monotonic() - data_at >= partial_after
-                                                   or time.time() - st.st_mtime >= partial_after)
+            silent = max(time.monotonic() - data_at, time.time() - st.st_mtime) \
+                if partial_after is not None else 0.0
+            quiet = partial_after is not None and silent >= partial_after
             if quiet and splitter.has_pending and not skip_fragment:
                 yield from splitter.flush_partial()
-            yield QUIET if quiet else IDLE
+            yield _idle_tick(quiet, silent, splitter.has_pending and not skip_fragment)
             time.sleep(poll)
     finally:
         with contextlib.suppress(OSError):
@@ -236,10 +251,11 @@ def _follow_fd(fd: int, poll: float, max_line: int,
         except InterruptedError:  # pragma: no cover - PEP 475 retries
             continue
         if not ready:
-            quiet = partial_after is not None and time.monotonic() - data_at >= partial_after
+            silent = time.monotonic() - data_at
+            quiet = partial_after is not None and silent >= partial_after
             if quiet and splitter.has_pending:
                 yield from splitter.flush_partial()
-            yield QUIET if quiet else IDLE
+            yield _idle_tick(quiet, silent, splitter.has_pending)
             continue
         try:
             chunk = os.read(fd, READ_BYTES)

@@ -108,6 +108,7 @@ class Watcher:
         self._last_phase: dict[int, str] = {}
         self._flushed_at = -1
         self._pending_hits: list = []  # hits from the last idle-flush snapshot
+        self._still = False  # the last tick said the source has been still for STILL_SECONDS
         self._pending_tracebacks: list[Traceback] = []  # the open tracebacks it matched
         self._findings: list[Finding] = []  # the current run's findings, ranked
         self.problem_since: float | None = None
@@ -391,8 +392,12 @@ class Watcher:
         """A problem can decide the gate: all that was written has been read (``idle``) or it
         has stood ``SETTLE_SECONDS`` while lines still arrive. A traceback still open may name
         the cause the problem only announces ("EngineCore failed to start." comes before its
-        traceback): it gets until the idle flush has matched it."""
+        traceback): it gets until the idle flush has matched it. One that stopped inside its
+        frames (no exception line yet) decides once the source has been still (``STILL_SECONDS``):
+        a loaded machine can pause a writer mid-traceback for longer than the idle flush."""
         waited = now - self.problem_since if self.problem_since is not None else 0.0
+        if any(tb.message_missing for tb in self._pending_tracebacks):
+            return self._still  # stopped inside its frames: a dead writer, or a paused one
         if self.analyzer.events.assembler.has_open and not self._pending_hits:
             return waited >= SETTLE_SECONDS + self.options.idle_flush
         return idle or waited >= SETTLE_SECONDS
@@ -492,6 +497,7 @@ class Watcher:
         idle = False
         if isinstance(item, RawLine):
             self.waiting = False
+            self._still = False
             if item.eol:  # a line without newline comes once the writer went quiet
                 self.last_line_at = now
             self.feed(item)
@@ -543,7 +549,9 @@ class Watcher:
         self._flush_bulk()
         if self.process_end is not None:
             self._death_drained = True
-        self._idle_flush(now, quiet=tick.detail == "quiet")
+        self._still = tick.detail == "still"
+        if tick.detail != "partial":  # a line is still arriving: the open traceback is not whole
+            self._idle_flush(now, quiet=tick.detail in ("quiet", "still"))
         return True
 
     def execute(self) -> int:

@@ -13,7 +13,7 @@ import time
 import pytest
 from conftest import WRITER
 
-from logforensics._follow import IDLE, Tick, follow_file, follow_stream
+from logforensics._follow import IDLE, PARTIAL, QUIET, STILL, Tick, follow_file, follow_stream
 from logforensics._sources import RawLine, SourceError
 
 
@@ -180,3 +180,26 @@ def test_fifo_path_is_read_as_a_stream(tmp_path, writer):
     writer(fifo, [["w", "via fifo\n"]])
     lines, ticks = collect(follow_file(fifo, poll=0.02), lambda ls, ts: Tick("eof") in ts)
     assert texts(lines) == ["via fifo"]
+
+
+def test_a_line_still_arriving_is_partial_until_the_writer_is_quiet(tmp_path):
+    """While the start of a line waits for its newline the idle ticks say ``partial`` (what is
+    open, a traceback, is not whole yet); once the writer is quiet the line is flushed."""
+    log = tmp_path / "server.log"
+    log.write_bytes(b"whole\nhalf a li")
+    lines, ticks = collect(follow_file(log, poll=0.01, partial_after=60),
+                           lambda ls, ts: ts.count(PARTIAL) >= 3)
+    assert texts(lines) == ["whole"] and ticks.count(PARTIAL) >= 3 and IDLE not in ticks
+
+
+def test_a_file_last_written_long_ago_is_still_at_once(tmp_path):
+    """Quiet by the file's mtime: an old file's last line is flushed at the first poll, and the
+    tick says ``still`` (a live writer pausing under load is ``quiet`` first)."""
+    log = tmp_path / "server.log"
+    log.write_bytes(b"whole\nlast line without newline")
+    old = time.time() - 600
+    os.utime(log, (old, old))
+    lines, ticks = collect(follow_file(log, poll=0.01, partial_after=0.5),
+                           lambda ls, ts: STILL in ts)
+    assert texts(lines) == ["whole", "last line without newline"] and lines[-1].eol is False
+    assert STILL in ticks and QUIET not in ticks and PARTIAL not in ticks

@@ -29,7 +29,7 @@ from rich.console import Console
 
 from logforensics._analysis import Options, explain
 from logforensics._catalog import load_catalog
-from logforensics._follow import IDLE
+from logforensics._follow import IDLE, PARTIAL, QUIET, STILL
 from logforensics._render.watch import JsonRenderer, LiveRenderer
 from logforensics._sources import RawLine
 from logforensics._watch import WatchOptions, watch
@@ -680,6 +680,41 @@ def test_gate_decides_at_once_after_a_fatal_finding(tmp_path, procs, shape):
     assert writer.poll() is None  # decided by the crash, not by the end of the writer
     end = jsonl(out)[-1]
     assert end["reason"] == "failed" and end["primary"] == SEED_ID, end
+
+
+def _gate_on(items: list) -> list[dict]:
+    out = io.StringIO()
+    Watcher(items, JsonRenderer(out), WatchOptions(until="ready", idle_flush=0.0)).execute()
+    return jsonl(out.getvalue())
+
+
+def _seed_items(*ticks_before_message) -> list:
+    head = [RawLine(i + 1, 0, text.encode()) for i, text in enumerate(SEED_CUT[:-1])]
+    message = RawLine(len(head) + 1, 0, SEED_CUT[-1].encode(), eol=False)
+    return head + list(ticks_before_message) + [message, QUIET]
+
+
+def test_gate_waits_for_a_line_still_arriving():
+    """The traceback's exception line is being written (the source holds its first bytes):
+    the open traceback is not matched, so the gate decides on the whole one."""
+    objs = _gate_on(_seed_items(PARTIAL, PARTIAL, PARTIAL))
+    assert [o["id"] for o in objs if o["type"] == "finding"] == [SEED_ID]
+    assert objs[-1]["reason"] == "failed" and objs[-1]["primary"] == SEED_ID
+
+
+def test_gate_does_not_decide_on_a_traceback_paused_inside_its_frames():
+    """A loaded machine paused the writer inside the traceback's frames: the provisional
+    finding is shown, but the gate decides on the traceback once its exception line came."""
+    objs = _gate_on(_seed_items(QUIET, QUIET))
+    assert objs[-1]["reason"] == "failed" and objs[-1]["primary"] == SEED_ID, objs[-1]
+
+
+def test_gate_decides_on_a_traceback_cut_inside_its_frames_once_the_source_is_still():
+    """The writer never finished the traceback: once the source has been still for
+    STILL_SECONDS the cut traceback decides, without waiting for the end of the input."""
+    objs = _gate_on(_seed_items(QUIET, STILL))
+    assert objs[-1]["reason"] == "failed" and objs[-1]["primary"] != SEED_ID
+    assert not any(o["type"] == "finding" and o["id"] == SEED_ID for o in objs)
 
 
 def test_gate_on_a_healthy_run_then_a_failed_relaunch_is_failed(tmp_path):
