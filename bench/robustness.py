@@ -1,0 +1,112 @@
+"""How the answer on a labelled directory survives the ways a log reaches logx.
+
+    python bench/robustness.py /work/shared/corpus [--only docker,cut120] [--misses]
+
+A user's log is rarely the file the server wrote: it comes through docker compose or kubectl,
+journald or Ray, `ts` or a terminal that cut it at its width, a Windows editor (CRLF), a
+Markdown paste, or only its last lines. Each *shape* below rewrites every log of the directory
+the way that path would (the label is unchanged: the cause is the same) and scores `logx
+explain` on the rewritten copies (logforensics/_scoring.py, the one scorer). A shape that loses
+answers the plain logs get is a parser gap, not a missing pattern. Nothing is written beside the
+logs: the copies live in a temporary directory. Exit code 0, or 2 when the directory cannot be
+scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from logforensics._scoring import LabelError, Score, load_labels, score_labels
+
+Shape = Callable[[list[str], str], list[str] | None]  # (lines, key line) -> lines, or None: skip
+
+
+def _prefix(make: Callable[[int], str]) -> Shape:
+    return lambda lines, key: [make(i) + line for i, line in enumerate(lines)]
+
+
+def _tail_from_key(lines: list[str], key: str) -> list[str] | None:
+    """A headless paste: from three lines above the key line to the end (`tail -n`)."""
+    at = next((i for i, line in enumerate(lines) if key and key in line), None)
+    return None if at is None else lines[max(at - 3, 0):]
+
+
+def _cut(width: int) -> Shape:
+    return lambda lines, key: [line[:width] for line in lines]
+
+
+def _markdown(lines: list[str], key: str) -> list[str]:
+    return ["Here is the log:", "", "```", *lines, "```", "", "Any idea?"]
+
+
+SHAPES: dict[str, Shape] = {
+    "plain": lambda lines, key: lines,
+    "docker": _prefix(lambda i: "sglang-1  | "),
+    "kubectl": _prefix(lambda i: f"2026-03-23T14:{i // 60 % 60:02d}:{i % 60:02d}.{i:06d}123Z "),
+    "journald": _prefix(lambda i: f"Mar 23 14:{i // 60 % 60:02d}:{i % 60:02d} gpu-node-3 python3[4711]: "),
+    "ts": _prefix(lambda i: f"Mar 23 14:{i // 60 % 60:02d}:{i % 60:02d} "),
+    "ray": _prefix(lambda i: "(SGLangEngine pid=4711) "),
+    "crlf": lambda lines, key: [line + "\r" for line in lines],
+    "ansi": lambda lines, key: [f"\x1b[32m{line}\x1b[0m" if line else line for line in lines],
+    "markdown": _markdown,
+    "headless": _tail_from_key,
+    "cut120": _cut(120),
+}
+
+
+def reshape(directory: Path, name: str, out: Path) -> list:
+    """The directory's labels, pointing at copies of their logs rewritten by shape ``name``."""
+    shape = SHAPES[name]
+    labels = []
+    for label in load_labels(directory):
+        text = label.path.read_bytes().decode("utf-8", "replace")
+        lines = shape(text.splitlines(), label.key_line.strip())
+        if lines is None:
+            continue
+        path = out / f"{name}-{label.path.name}"
+        path.write_bytes(("\n".join(lines) + "\n").encode())
+        labels.append(dataclasses.replace(label, path=path, key_line=""))
+    return labels
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("directory", type=Path, help="a directory holding labels.jsonl and the logs")
+    parser.add_argument("--only", default="", help="comma-separated shapes (default: all)")
+    parser.add_argument("--misses", action="store_true", help="list each shape's misses")
+    args = parser.parse_args(argv)
+    names = [n for n in args.only.split(",") if n] or list(SHAPES)
+    unknown = sorted(set(names) - set(SHAPES))
+    if unknown:
+        print(f"robustness: unknown shape(s) {', '.join(unknown)}; known: {', '.join(SHAPES)}",
+              file=sys.stderr)
+        return 2
+    try:
+        plain = {o.label.id for o in _score(args.directory, "plain").outcomes if o.correct}
+        print(f"{'shape':10} {'right':>9} {'lost':>5}  (lost: right on the plain log, wrong here)")
+        for name in names:
+            score = _score(args.directory, name)
+            right = [o for o in score.outcomes if o.correct]
+            lost = [o for o in score.outcomes if not o.correct and o.label.id in plain]
+            print(f"{name:10} {len(right):>4}/{len(score.outcomes):<4} {len(lost):>5}")
+            if args.misses:
+                for o in lost:
+                    print(f"    {o.label.id}: expected {o.label.root_cause}, got {o.answer}")
+    except LabelError as exc:
+        print(f"robustness: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _score(directory: Path, name: str) -> Score:
+    with tempfile.TemporaryDirectory(prefix=f"logx-{name}-") as tmp:
+        return score_labels(reshape(directory, name, Path(tmp)), directory=str(directory))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
