@@ -57,22 +57,6 @@ def run_facts(run: Run) -> dict[str, Any]:
     return facts
 
 
-def earlier_weight_loads(runs: list[Run], run: Run) -> list[tuple[int, str]]:
-    """The "Load weight end" lines of earlier runs of the same model in this log: the weights
-    fitted then, so an OOM while loading them now is a change (release, flags), not size.
-    A run whose model the log does not name (an excerpt without its server_args) counts."""
-    model = run.args.get("model_path")
-    out = []
-    for earlier in runs:
-        other = earlier.args.get("model_path")
-        if earlier.index >= run.index or (model and other and other != model):
-            continue
-        ends = [e for e in earlier.memory_events if e.kind == "weight_load_end"]
-        if ends:
-            out.append((ends[0].number, ends[0].line.text))
-    return out
-
-
 # fast-path line categories (``Analyzer.consume``); OTHER takes the full path
 OTHER, DECODE, PREFILL, ACCESS, REQUEST, BLANK = 0, 1, 2, 3, 4, 5
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
@@ -667,11 +651,13 @@ class Analyzer:
         return self.tracker.runs
 
     def findings(self, run: Run) -> list[Finding]:
-        run.loaded_before = earlier_weight_loads(self.runs, run)
         facts = run_facts(run)
         return _serving_findings.findings(run, self.matcher_for(run).findings(run, facts), facts)
 
-    def report(self, name: str, options: Options | None = None) -> Report:
+    def report(self, name: str, options: Options | None = None,
+               findings_of: Callable[[Run], list[Finding]] | None = None) -> Report:
+        """The report of what was read: the run ``options`` asks for and its findings
+        (``findings_of(run)``, default ``findings``: ``logx watch`` adds what only it sees)."""
         options = options or Options()
         if self._held is not None:
             self.settle()
@@ -680,13 +666,13 @@ class Analyzer:
         run = runs[index - 1] if runs and 1 <= index <= len(runs) else None
         if self.start_offset is not None and self.start_line is None and options.run_index is None:
             run = None  # the run of interest has not written a line yet: older runs are not it
-        findings = rank(self.findings(run)) if run is not None else []
+        findings = rank((findings_of or self.findings)(run)) if run is not None else []
         primary = next((f for f in findings if f.is_problem), None)
         if run is not None and primary is not None and primary.phase in PHASE_RANK:
             read = run
             run = read.reached(primary.phase, primary.evidence[0].line if primary.evidence else read.last_line)
             runs = [run if r is read else r for r in runs]
-        return Report(file=name, runs=runs, run=run, findings=rank(findings),
+        return Report(file=name, runs=runs, run=run, findings=findings,
                       lines=self.lines, bytes=self.bytes, detection=self.detection,
                       slow_patterns=list(self.matcher.guard.slow.values()))
 

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._analysis import Options, explain
 from ._dialects.base import version_tuple
 from ._memory import build_ledger
 from ._report import Report
@@ -393,8 +394,6 @@ def diff_logs(logs: list[str], base_run: int | None = None, run: int | None = No
               everything: bool = False, catalog=None) -> Comparison:
     """Compare two logs (their last runs, or the runs asked for), or two runs of one log
     (default: its last two). Raises ``ValueError`` for runs the logs do not hold."""
-    from ._analysis import Options, explain
-
     def report(path: str, index: int | None) -> Report:
         return explain(path, name=path, catalog=catalog, options=Options(run_index=index, status=False))
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ._analysis import explain_many
 from ._catalog import Catalog
 from ._errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
 from ._findings import CLOCK_TOLERANCE, first_cause
@@ -365,8 +366,6 @@ def explain_deployments(paths: Sequence[str | os.PathLike], jobs: int | None = N
                         catalog: Catalog | None = None, names: list[str] | None = None,
                         separate: bool = False) -> Explained:
     """Explain several logs; the files of one multi-node launch become one ``Incident``."""
-    from ._analysis import explain_many
-
     names = list(names) if names is not None else [os.fspath(p) for p in paths]
     results = explain_many(list(paths), jobs, options=options, catalog=catalog, names=names,
                            then=explain_with_summary)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import regex
 
+from ._analysis import Options, explain
 from ._catalog import TRACEBACK_KEYS, Catalog, CatalogError, Regex, builtin_dir, load_catalog
 from ._dialects import DIALECTS
 
@@ -90,8 +91,6 @@ def lint_catalog(extra: Sequence[str | os.PathLike] | None = None,
 
 def fixtures_triggering(catalog: Catalog, fixture_dir: Path) -> dict[str, list[str]]:
     """Pattern id -> fixture files whose explained run produced a finding with that id."""
-    from ._analysis import Options, explain
-
     out: dict[str, list[str]] = {}
     logs = [*fixture_dir.glob("*.log"), *(p for name in DIALECTS for p in (fixture_dir / name).glob("*.log"))]
     for log in sorted(logs):  # SGLang's at the top, another dialect's in fixtures/<dialect>/

@@ -57,8 +57,6 @@ class Run:
     tracebacks: list[Traceback] = field(default_factory=list)
     endings: list[Event] = field(default_factory=list)  # how it ended: sigquit, Killed, …
     warnings: int = 0
-    # weight loads that finished in earlier runs of the same model in this log: (line, text)
-    loaded_before: list[tuple[int, str]] = field(default_factory=list)
     batches: int = 0
     last_prefill: dict[str, Any] | None = None
     last_decode: dict[str, Any] | None = None
@@ -71,6 +69,9 @@ class Run:
     # derived at: kept in the run, so no other run can be handed it
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     serving: ServingStats = field(default_factory=ServingStats)  # serving.py: degraded serving
+    # every run of the log this one is part of (the tracker's list, shared): what the earlier
+    # runs showed is a fact of this one (``loaded_before``)
+    log_runs: list[Run] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def model(self) -> str | None:
@@ -124,6 +125,23 @@ class Run:
         return told
 
     @property
+    def loaded_before(self) -> list[tuple[int, str]]:
+        """The "Load weight end" lines ``(line, text)`` of earlier runs of the same model in
+        this log: the weights fitted then, so an OOM while loading them now is a change
+        (release, flags), not size. A run whose model the log does not name (an excerpt
+        without its server_args) counts."""
+        model = self.args.get("model_path")
+        out = []
+        for earlier in self.log_runs:
+            other = earlier.args.get("model_path")
+            if earlier.index >= self.index or (model and other and other != model):
+                continue
+            ends = [e for e in earlier.memory_events if e.kind == "weight_load_end"]
+            if ends:
+                out.append((ends[0].number, ends[0].line.text))
+        return out
+
+    @property
     def sglang_version(self) -> str | None:
         """The release, when the server is SGLang (the JSON's ``sglang_version``)."""
         return self.server_version if self.dialect.name == "sglang" else None
@@ -163,7 +181,8 @@ class RunTracker:
         return self._last or self.runs[-1]
 
     def _new_run(self, line: int, dialect: Dialect | None = None) -> Run:
-        run = Run(index=len(self.runs) + 1, first_line=line, dialect=dialect or self.dialect)
+        run = Run(index=len(self.runs) + 1, first_line=line, dialect=dialect or self.dialect,
+                  log_runs=self.runs)
         self.runs.append(run)
         self._latest[run.dialect.name] = self._last = run
         return run

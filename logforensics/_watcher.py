@@ -341,10 +341,8 @@ class Watcher:
         (an open traceback's snapshot and watch's own process-death finding included). With
         ``status``, a followed file also goes through the stale-log detector, as in
         ``explain``, so the exit code is the one ``explain`` would give."""
-        report = self.analyzer.report(self.name, Options())
-        if report.run is not None:
-            extra = [f for f in self.synthetic if f.run == report.run.index]
-            report.findings = rank(self.snapshot_findings(report.run) + extra)
+        report = self.analyzer.report(self.name, Options(), lambda run: self.snapshot_findings(run) + [
+            f for f in self.synthetic if f.run == run.index])
         if status and self.path is not None:
             opts = Options(pid=self.options.pid, since=self.options.since,
                            silence=self.options.silence or 120.0)

@@ -123,3 +123,21 @@ def test_reached_is_a_copy_that_leaves_the_run_read_as_it_was():
     assert told.phase == "kv_alloc" and told.phase_lines["kv_alloc"] == 3 and told.model == run.model
     assert run.phase == "weights" and "kv_alloc" not in run.phase_lines
     assert run.reached("weights", 9) is run  # nothing new to tell: the same run
+
+
+def test_a_run_knows_the_weight_loads_of_earlier_runs_of_its_model():
+    """``loaded_before`` is a fact of the runs stage (the earlier runs of the same log), read
+    by the findings, never written back by them."""
+    other = ARGS.replace("Qwen/Qwen3-8B", "Qwen/Qwen3-32B")
+    load_end = ("[2026-03-23 14:00:30 TP0] Load weight end. type=Qwen3ForCausalLM, avail mem=63.40 GB, "
+                "mem usage=15.10 GB.")
+    runs = runs_of(log_bytes(
+        ARGS, "[2026-03-23 14:00:05 TP0] Load weight begin. avail mem=78.50 GB", load_end,
+        "[2026-03-23 14:00:50] The server is fired up and ready to roll!",
+        other.replace("14:00:00", "14:10:00"), load_end.replace("14:00:30", "14:10:30"),
+        "[2026-03-23 14:10:50] The server is fired up and ready to roll!",
+        ARGS.replace("14:00:00", "14:20:00"),
+    ))
+    assert [r.model for r in runs] == ["Qwen/Qwen3-8B", "Qwen/Qwen3-32B", "Qwen/Qwen3-8B"]
+    assert runs[0].loaded_before == [] and runs[1].loaded_before == []  # another model's
+    assert runs[2].loaded_before == [(3, load_end)]
