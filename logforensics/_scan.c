@@ -1,4 +1,4 @@
-/* The statistics scan of ``Analyzer.consume`` in C (optional: analysis.py has the same
+/* The statistics scan of ``FastPath.consume`` in C (optional: _fastpath.py has the same
  * logic in Python and uses it when this module is not built).
  *
  * A serving log is mostly batch-statistics and HTTP-200 access lines. The analysis learns,
@@ -10,7 +10,7 @@
  * the lines that represent the stretch, so the caller feeds only those through the full
  * pipeline. No Python object is made per line.
  *
- * Categories are small ints shared with analysis.py (a test checks they agree). The marks a
+ * Categories are small ints shared with _fastpath.py (a test checks they agree). The marks a
  * statistics line is tested for come from the log's dialect (``dialects.base.StatsMarks``),
  * given when a table is made: ``Templates(ok_end=…, request_mark=…, request_min_len=…,
  * request_window=…)``; a table made without them counts no access or request-log lines.
@@ -28,7 +28,7 @@
 
 enum { OTHER = 0, DECODE = 1, PREFILL = 2, ACCESS = 3, REQUEST = 4, BLANK = 5 };
 
-#define MAX_TEMPLATE 1024 /* analysis.TEMPLATE_MAX_BYTES: longer lines are never statistics */
+#define MAX_TEMPLATE 1024 /* _fastpath.TEMPLATE_MAX_BYTES: longer lines are never statistics */
 #define TIME_PARTS 6      /* serving.TIME_PARTS: year (length 0: not printed), month, day, h, m, s */
 #define FIGURES 4         /* len(serving.SERIES_FIELDS) */
 #define SPANS (TIME_PARTS + FIGURES)
@@ -341,7 +341,7 @@ find_mark(const char *p, Py_ssize_t n, const char *mark, Py_ssize_t mark_len)
 }
 
 /* Whether ``line`` is a --log-requests line by its head (``[…] Receive: obj=``), as
- * analysis.Analyzer._is_request_log decides: the head's template is a known REQUEST head and
+ * _fastpath.FastPath._is_request_log decides: the head's template is a known REQUEST head and
  * the line holds no carriage return. */
 static int
 is_request_line(TemplatesObject *self, const char *line, Py_ssize_t len, TemplatesObject *heads)
@@ -491,7 +491,7 @@ static PyTypeObject TemplatesType = {
 static struct PyModuleDef scan_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "logforensics._scan",
-    .m_doc = PyDoc_STR("C scan of statistics lines for logforensics.analysis (optional)."),
+    .m_doc = PyDoc_STR("C scan of statistics lines for logforensics._fastpath (optional)."),
     .m_size = -1,
 };
 

@@ -86,7 +86,7 @@ def test_event_rules_run_in_linear_time(rule):
 
 
 def test_event_rules_treat_every_digit_alike():
-    """The fast path learns line templates with every digit made 0 (analysis.learn_template):
+    """The fast path learns line templates with every digit made 0 (_fastpath.learn_template):
     that is sound only while no rule names a literal digit."""
     from re import _constants as C  # noqa: N812
     from re import _parser

@@ -9,9 +9,10 @@ import pytest
 from conftest import FIXTURES
 from rich.console import Console
 
-from logforensics._analysis import Analyzer, Options, ScanTemplates, explain
+from logforensics._analysis import Analyzer, Options, explain
 from logforensics._dialects import DEFAULT
 from logforensics._dialects import get as load_dialect
+from logforensics._fastpath import ScanTemplates
 from logforensics._render.report import serving_summary
 from logforensics._serving import FINDING_IDS, SERIES_BUCKETS, Series, _ratio, layout, point
 from logforensics._sources import RawLine

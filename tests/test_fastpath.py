@@ -1,0 +1,241 @@
+"""The statistics fast path (``_fastpath``, and the C scan ``_scan``): it must agree with
+line-by-line feeding."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+
+import pytest
+from conftest import log_bytes
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from logforensics._analysis import Analyzer
+from logforensics._catalog import load_catalog
+from logforensics._dialects import DEFAULT
+from logforensics._fastpath import (
+    ACCESS,
+    BLANK,
+    DECODE,
+    OTHER,
+    PREFILL,
+    REQUEST,
+    TEMPLATE_MAX_BYTES,
+    ScanTemplates,
+)
+from logforensics._pipeline import raw_lines
+
+CATALOG = load_catalog()
+DIGITS = bytes.maketrans(b"123456789", b"000000000")
+needs_c_scan = pytest.mark.skipif(ScanTemplates is None, reason="the C scan is not built here")
+
+
+def scan_table():
+    """A C-scan table with SGLang's marks (Analyzer makes its tables so)."""
+    stats = DEFAULT.stats
+    return ScanTemplates(ok_end=stats.ok_end, request_mark=stats.request_mark,
+                         request_min_len=stats.request_min_len, request_window=stats.request_window)
+
+LINES = [
+    "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='m', tp_size=2)",
+    "[2026-03-23 14:00:05 TP0] Load weight begin. avail mem=78.50 GB",
+    "[2026-03-23 14:00:50] The server is fired up and ready to roll!",
+    "[2026-03-23 14:01:00 TP0] Decode batch, #running-req: 7, #token: 40, token usage: 0.12, cuda graph: True, "
+    "gen throughput (token/s): 80.79, #queue-req: 2",
+    "[2026-03-23 14:01:00 TP0] Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, "
+    "#running-req: 0, #queue-req: 0",
+    '[2026-03-23 14:01:01] INFO:     127.0.0.1:5000 - "POST /generate HTTP/1.1" 200 OK',
+    "",
+    "[2026-03-23 14:01:02 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/x/sglang/srt/managers/scheduler.py", line 9, in event_loop_normal',
+    "RuntimeError: Decode out of memory. Try to lower your batch size.",
+    "[2026-03-23 14:01:03] SIGQUIT received. signum=None, frame=None. It usually means one child failed.",
+    "garbage \xff line",
+    # fast-path classes and their near misses (the fast path must agree with the full path)
+    "[2026-03-23 14:01:04 DP1 TP1] Decode batch [12], #running-req: 70, #token: 4000, token usage: 0.92, "
+    "cuda graph: False, gen throughput (token/s): 8.79, #queue-req: 12",
+    "[2026-03-23 14:01:05.123 TP0] Prefill batch. #new-seq: 10, #new-token: 70",
+    "[2026-03-23 14:01:05 TP0] Decode batch",
+    "[2026-3-23 14:01:05 TP0] Decode batch, #running-req: 7",
+    "[2026-03-23 14:01:05 TP0] Decode batch, x\r[2026-03-23 14:01:05 TP0] Load weight begin. avail mem=7.50 GB",
+    "[2026-03-23 14:01:05 TP0] Decode batch, #running-req: 7, #token: 40\r",
+    "[2026-03-23 14:01:05 TP0] \x1b[32mDecode batch, #running-req: 7\x1b[0m",
+    '[2026-03-23 14:01:06] INFO:     127.0.0.1:5001 - "POST /generate HTTP/1.1" 500 OK',
+    '[2026-03-23 14:01:06] INFO:     127.0.0.1:5002 - "GET /health HTTP/1.1" 503 Service Unavailable',
+    '[2026-03-23 14:01:06] INFO:     10.0.0.2:5003 - "GET /sglang==0.5.9 HTTP/1.1" 200 OK',
+    '[2026-03-23 14:01:06] INFO:     127.0.0.1:5004 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    "[2026-03-23 14:01:07] Receive: obj=GenerateReqInput(rid='a1', text='Traceback (most recent call last): "
+    "RuntimeError: CUDA out of memory', sampling_params={'max_new_tokens': 8})",
+    "[2026-03-23 14:01:08] Finish: obj=GenerateReqInput(rid='a1'), out={'text': 'ok', 'meta_info': {'id': 'a1'}}",
+    "[2026-03-23 14:01:07] Receive: obj=GenerateReqInput(rid='a2', text='" + "lorem ipsum 42 " * 90 + "')",
+    "[2026-03-23 14:01:07] Receive: obj=GenerateReqInput(rid='a3', text='" + "dolor\r" * 300 + "')",
+    "[2026-03-23 14:01:08] Finish: obj=x\rKilled",
+    "[2026-03-23 14:01:09 TP1] KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_tokens_gained: 900",
+    '  File "/x/sglang/srt/managers/scheduler.py", line 10, in run_batch',
+]
+
+
+def slow(data: bytes) -> Analyzer:
+    analyzer = Analyzer(CATALOG)
+    for raw in raw_lines(data):
+        analyzer.feed(raw)
+    analyzer.finish()
+    return analyzer
+
+
+def fast(data: bytes, cut: int, native: bool = True) -> Analyzer:
+    analyzer = Analyzer(CATALOG, native_scan=native)
+    analyzer.consume(data[i : i + cut] for i in range(0, len(data), cut))
+    analyzer.finish()
+    return analyzer
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(LINES), max_size=40), st.integers(1, 300), st.booleans())
+def test_fast_path_equals_line_by_line(native, lines, cut, final_newline):
+    data = log_bytes(*lines, newline_at_end=final_newline) if lines else b""
+    a, b = fast(data, cut, native), slow(data)
+    assert a.report("x").to_json() == b.report("x").to_json()
+    assert (a.lines, a.bytes) == (b.lines, b.bytes)
+
+
+def test_c_scan_is_built_where_required():
+    """CI sets LOGX_REQUIRE_C_SCAN: there the C scan must be built, so the tests above test it."""
+    if ScanTemplates is None:
+        if os.environ.get("LOGX_REQUIRE_C_SCAN"):
+            pytest.fail("logforensics._scan is not built (the C compiler or Python headers are missing?)")
+        pytest.skip("the C scan is not built here; the Python scan is tested alone")
+    assert Analyzer(CATALOG).fast.scanner is not None
+    assert Analyzer(CATALOG, native_scan=False).fast.scanner is None
+
+
+@needs_c_scan
+def test_c_scan_categories_match_the_python_ones():
+    from logforensics import _scan
+
+    assert (_scan.DECODE, _scan.PREFILL, _scan.ACCESS, _scan.REQUEST, _scan.BLANK) == \
+        (DECODE, PREFILL, ACCESS, REQUEST, BLANK)
+    assert _scan.MAX_TEMPLATE == TEMPLATE_MAX_BYTES
+
+
+@needs_c_scan
+def test_c_scan_stops_at_the_first_line_it_does_not_know():
+    table, heads = scan_table(), ScanTemplates()
+    table.add(b"[0] Decode batch 00", DECODE)
+    table.add(b'[0] "GET / HTTP/0.0" 000 OK', ACCESS)
+    block = b'[1] Decode batch 42\n[2] "GET / HTTP/1.1" 200 OK\n[3] Decode batch 17\n[4] "GET / HTTP/1.1" 500 OK\n'
+    end, lines, decode, prefill, access, request, buckets = table.scan(block, 0, heads, len(block))
+    assert block[end:].startswith(b'[4] "GET') and lines == 3 and buckets == []  # no layout: no series
+    assert decode == (2, 0, 0, 2, block.index(b"[3]")) and access == (1, 1, block.index(b"[2]"), 1, block.index(b"[2]"))
+    assert prefill == request == (0, -1, -1, -1, -1)
+    assert table.scan(block, end, heads, len(block))[1] == 0  # a 500 is not counted
+    assert table.scan(b"[1] Decode batch 4", 0, heads, 18)[1] == 0  # no newline: not a complete line
+    assert table.scan(b"x" * 2000 + b"\n", 0, heads, 2001)[1] == 0  # over the template cap, not a request line
+    with pytest.raises(ValueError):
+        table.scan(block, len(block) + 1, heads, len(block))
+    with pytest.raises(ValueError):
+        table.scan(block, 0, heads, len(block) + 1)
+    assert table.scan(block, 0, heads, block.index(b"[2]"))[:2] == (block.index(b"[2]"), 1)  # stops at end
+    with pytest.raises(ValueError):
+        table.add(b"x", 9)
+
+
+@needs_c_scan
+def test_c_scan_sums_every_decode_line_per_time_bucket_at_its_templates_layout():
+    """A decode template learned with its layout (where each time part and figure sits):
+    every line's time and figures are read there and summed per bucket of ``width`` seconds."""
+    lines = [b"[2026-02-28 23:59:58] Decode batch, token usage: 0.50, gen throughput (token/s): 12.25, #queue-req: 3",
+             b"[2026-02-28 23:59:59] Decode batch, token usage: 0.70, gen throughput (token/s): 10.75, #queue-req: 9",
+             b"[2026-03-01 00:00:01] Decode batch, token usage: 0.90, gen throughput (token/s): 20.00, #queue-req: 1"]
+    t = lines[0].translate(DIGITS)
+
+    def after(mark: bytes, n: int) -> tuple[int, int]:
+        return t.index(mark) + len(mark), n
+
+    # year, month, day, hour, minute, second; throughput, queue, usage, running (not printed)
+    spans = ((1, 4), (6, 2), (9, 2), (12, 2), (15, 2), (18, 2), after(b"(token/s): ", 5),
+             after(b"#queue-req: ", 1), after(b"token usage: ", 4), (0, 0))
+    table, heads = scan_table(), ScanTemplates()
+    table.add(t, DECODE, spans)
+    block = b"\n".join(lines) + b"\n"
+    *_, buckets = table.scan(block, 0, heads, len(block), 4)
+    at = int((datetime(2026, 2, 28, 23, 59, 58) - datetime(1970, 1, 1)).total_seconds())
+    # (key, lines, then count, sum, max of each figure in thousandths; -1: none)
+    assert buckets == [(at // 4, 2, 2, 23000, 12250, 2, 12000, 9000, 2, 1200, 700, 0, 0, -1),
+                       ((at + 3) // 4, 1, 1, 20000, 20000, 1, 1000, 1000, 1, 900, 900, 0, 0, -1)]
+    assert table.scan(block, 0, heads, len(block))[6] == []  # width 0: counted, not summed
+    with pytest.raises(ValueError):
+        table.add(t, DECODE, ((0, 1),))  # a layout has a span for every time part and figure
+    with pytest.raises(ValueError):
+        table.add(t, DECODE, ((len(t), 4),) * 10)  # outside the line
+
+
+@needs_c_scan
+def test_c_scan_counts_access_and_request_lines_only_by_the_dialects_marks():
+    """The marks come from the dialect: a table made without them counts neither."""
+    access = b'[1] "GET / HTTP/1.1" 200 OK\n'
+    request = b"[1] Receive: obj=GenerateReqInput(text='" + b"x" * 60 + b"')\n"
+    heads = ScanTemplates()
+    heads.add(b"[0] Receive: obj=", REQUEST)
+    for table, counted in ((scan_table(), 1), (ScanTemplates(), 0)):
+        table.add(request[:-1].translate(DIGITS), OTHER)  # known, not statistics
+        assert table.scan(request, 0, heads, len(request))[1] == counted
+    marked, bare = scan_table(), ScanTemplates()
+    for table in (marked, bare):
+        table.add(access[:-1].translate(DIGITS), ACCESS)
+    assert marked.scan(access, 0, heads, len(access))[1] == 1
+    assert bare.scan(access, 0, heads, len(access))[1] == 0
+    other = ScanTemplates(ok_end=b" 200 FINE", request_mark=b" obj=", request_min_len=40, request_window=200)
+    other.add(access[:-1].translate(DIGITS), ACCESS)
+    assert other.scan(access, 0, heads, len(access))[1] == 0  # another server's access line ends otherwise
+    with pytest.raises(ValueError):
+        ScanTemplates(request_window=TEMPLATE_MAX_BYTES + 1)
+
+
+@needs_c_scan
+def test_c_scan_counts_request_lines_by_their_head():
+    table, heads = scan_table(), ScanTemplates()
+    heads.add(b"[0] Receive: obj=", REQUEST)
+    heads.add(b"[0] Finish: obj=", OTHER)
+    short = b"[1] Receive: obj=GenerateReqInput(rid='1', text='hello world, hello world')"
+    table.add(short.translate(DIGITS), OTHER)  # known, not statistics
+    long = b"[2] Receive: obj=GenerateReqInput(text='" + b"x" * 3000 + b"')"  # over the template cap
+    block = b"\n".join([short, long, b"[3] Receive: obj=x\r" + b"y" * 40, b"[4] Finish: obj=" + b"z" * 40]) + b"\n"
+    end, lines, *_, request, _buckets = table.scan(block, 0, heads, len(block))
+    assert lines == 2 and request == (2, 0, 0, 1, len(short) + 1)
+    assert block[end:].startswith(b"[3]")  # a carriage return: not counted
+    assert table.scan(block, block.index(b"[4]"), heads, len(block))[1] == 0  # a head known as not a request line
+    unknown_head = b"[1] Receive: obj=" + b"q" * 2000 + b"\n"
+    assert table.scan(unknown_head, 0, ScanTemplates(), len(unknown_head))[1] == 0
+
+
+@needs_c_scan
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=3000), st.integers(0, 3000),
+       st.lists(st.tuples(st.binary(max_size=60), st.integers(0, 5)), max_size=8), st.integers(0, 100))
+def test_c_scan_never_crashes_and_its_counts_add_up(block, pos, templates, width):
+    table, heads = scan_table(), ScanTemplates()
+    for template, category in templates:
+        t = template.translate(DIGITS)
+        table.add(t, category)
+        heads.add(t, category)
+    pos = min(pos, len(block))
+    end, lines, *places, buckets = table.scan(block, pos, heads, len(block), width)
+    assert pos <= end <= len(block) and block.count(b"\n", pos, end) == lines
+    assert end == pos or block[end - 1 : end] == b"\n"
+    assert sum(p[0] for p in places) <= lines
+    assert sum(b[1] for b in buckets) <= places[0][0]  # decode lines only
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])
+def test_a_full_template_table_forgets_other_templates_and_stays_exact(native, monkeypatch):
+    monkeypatch.setattr("logforensics._fastpath.TEMPLATE_MAX_COUNT", 6)
+    lines = []
+    for k in range(40):  # many distinct non-statistics lines between statistics lines
+        lines += [f"[2026-03-23 14:01:00 TP0] odd line {'x' * k}", LINES[3], LINES[5], LINES[4]]
+    data = log_bytes(*LINES[:3], *lines)
+    analyzer = fast(data, 4096, native)
+    assert analyzer.report("x").to_json() == slow(data).report("x").to_json()
+    assert len(analyzer.fast.templates) <= 6
