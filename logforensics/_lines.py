@@ -27,10 +27,16 @@ _DOCKER = re.compile(r"([A-Za-z0-9][\w.-]{0,62}?)\s*\| ?")
 # may be a placeholder ("<ip-1>": a log redacted by logx share)
 _RAY = re.compile(r"\s*\((\w[\w-]*)(?:,? rank=\d+)?(?:,? pid=(\d+))?(?:, ip=[\w.:<>-]+)?\) ?")
 # syslog / journald: "Mar 23 14:01:38 host prog[123]: msg" or ISO time
+# (journald's short-iso and rsyslog print an offset: a "...Z" stamp is a container runtime's, below;
+# a host name is letters, digits, dots and dashes: "ImportError: /x.so: undefined symbol" after a
+# container's stamp is not a host "ImportError:" and a program "/x.so")
 _SYSLOG = re.compile(
-    r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
-    r" (\S+) ([\w./-]+)(?:\[(\d+)\])?: "
+    r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?[+-]\d\d:?\d\d)"
+    r" ([\w.-]+) ([\w./-]+)(?:\[(\d+)\])?: "
 )
+# moreutils `ts` (its default format) or a terminal logger: "Mar 23 14:01:38 " and the line
+_TS_STAMP = re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? ")
+_MAX_WRAPPERS = 3  # Ray inside docker compose behind kubectl's stamp: wrappers nest
 # kubectl logs --timestamps / docker logs -t: "2026-03-23T14:01:38.123456789Z " before each line
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) ")
 # Python logging default: "2025-03-27 21:33:31,320 - INFO - name: msg"
@@ -150,39 +156,75 @@ def decode(raw: RawLine, prefix: ServerPrefix) -> LogLine:
     return line
 
 
+def _strip_wrapper(msg: str) -> tuple[str | None, str]:
+    """The line after its outermost wrapper prefix and the wrapper's name ("" for a bare time
+    stamp), or ``(None, "")`` when it starts with none."""
+    first = msg[:1]
+    if first == "(" or (first == " " and msg.lstrip().startswith("(")):
+        m = _RAY.match(msg)
+        if m is None:
+            return None, ""
+        actor, pid = m.group(1), m.group(2)
+        rest = msg[m.end() :]
+        if rest.endswith("across cluster]"):
+            r = _RAY_REPEAT.search(rest)
+            if r:
+                rest = rest[: r.start()].rstrip()
+        return rest, f"{actor} pid={pid}" if pid else actor
+    if not first.isalnum():
+        return None, ""
+    if "|" in msg[:72]:
+        m = _DOCKER.match(msg)
+        if m and m.group(1) and not m.group(1).isdigit():
+            return msg[m.end() :], m.group(1)
+    # syslog (also when its message has a "|", e.g. a tqdm bar); ISO stamps start with a digit
+    m = _SYSLOG.match(msg) if ": " in msg[:120] else None
+    if m and (m.group(3) or not msg.startswith("error: ", m.end())):  # argparse's "prog: error:"
+        host, prog, pid = m.group(1), m.group(2), m.group(3)
+        return msg[m.end() :], f"{host} {prog}[{pid}]" if pid else f"{host} {prog}"
+    if len(msg) > 20 and msg[10] == "T":
+        m = _RFC3339.match(msg)
+        if m:  # the container runtime's own stamp: the line proper follows
+            return msg[m.end() :], ""
+    elif first.isupper() and len(msg) > 16 and msg[3] == " ":
+        m = _TS_STAMP.match(msg)
+        if m:
+            return msg[m.end() :], ""
+    return None, ""
+
+
+def without_wrappers(text: str) -> str:
+    """A visible line without the wrappers in front of it (what the server printed)."""
+    for _ in range(_MAX_WRAPPERS):
+        rest, _name = _strip_wrapper(text) if text else (None, "")
+        if rest is None:
+            break
+        text = rest
+    return text
+
+
 def split_prefixes(line: LogLine, prefix: ServerPrefix) -> None:
     """Fill ``wrapper``, ``ts``, ``tag``, ``level`` and ``message`` of ``line`` in place."""
     msg = line.text
     if not msg:
         return
-    first = msg[0]
-    # Wrappers first: they stand in front of everything else.
-    if first == "(" or (first == " " and msg.lstrip().startswith("(")):
-        m = _RAY.match(msg)
-        if m:
-            actor, pid = m.group(1), m.group(2)
-            line.wrapper = f"{actor} pid={pid}" if pid else actor
-            msg = msg[m.end() :]
-            if msg.endswith("across cluster]"):
-                m = _RAY_REPEAT.search(msg)
-                if m:
-                    msg = msg[: m.start()].rstrip()
-    elif first.isalnum():
-        if "|" in msg[:72]:
-            m = _DOCKER.match(msg)
-            if m and m.group(1) and not m.group(1).isdigit():
-                line.wrapper = m.group(1)
-                msg = msg[m.end() :]
-        # syslog (also when its message has a "|", e.g. a tqdm bar); ISO stamps start with a digit
-        m = _SYSLOG.match(msg) if not line.wrapper and ": " in msg[:120] else None
-        if m:
-            host, prog, pid = m.group(1), m.group(2), m.group(3)
-            line.wrapper = f"{host} {prog}[{pid}]" if pid else f"{host} {prog}"
-            msg = msg[m.end() :]
-        elif not line.wrapper and len(msg) > 20 and msg[10] == "T":
-            m = _RFC3339.match(msg)
-            if m:  # the container runtime's own stamp: the line proper follows
-                msg = msg[m.end() :]
+    c = msg[0]
+    if c == "(" or c.isalnum() or (c == " " and msg.lstrip()[:1] == "("):
+        # Wrappers first: they stand in front of everything else, and may stand in front of
+        # each other (a Ray actor's line through docker compose).
+        names = []
+        for _ in range(_MAX_WRAPPERS):
+            rest, name = _strip_wrapper(msg)
+            if rest is None:
+                break
+            msg = rest
+            if name:
+                names.append(name)
+            c = msg[:1]
+            if not (c == "(" or c.isalnum() or (c == " " and msg.lstrip()[:1] == "(")):
+                break
+        if names:
+            line.wrapper = " > ".join(names)
     if msg:
         c = msg[0]
         m = prefix.pattern.match(msg) if c in prefix.first else None

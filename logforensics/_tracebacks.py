@@ -59,6 +59,7 @@ _TERMINAL_PUNCT = tuple(".!?)]}'\">`")
 # Event kinds the assembler may fold into a traceback (a message line, a headless start).
 PLAIN_KINDS = frozenset({"line", "warning", "error_line"})
 # Event kinds that are never part of a traceback message: they end it.
+_FENCES = ("```", "~~~")  # a log pasted into an issue sits between Markdown code fences
 _ENDING_KINDS = frozenset({
     "killed", "exit_code", "sigquit_child", "sigquit_running", "sigterm", "rank_dead",
     "subprocess_crashed", "kill_process_tree", "server_args", "ready", "server_started",
@@ -444,6 +445,8 @@ class TracebackAssembler:
         text = line.message if text is None else text
         if kind is not None and kind in _ENDING_KINDS:
             return False
+        if text[:3] in _FENCES:
+            return False  # a Markdown code fence: the paste's log ends (or starts) here
         if text.lstrip(" ")[:1] in ("|", "+") and _GROUP_PREFIX.match(text):  # any nesting depth
             if _GROUP_SEPARATOR.match(text):
                 # "+---------------- 2 ----------------": the next sub-exception of a group;

@@ -42,6 +42,17 @@ def test_detection_says_how_sure_it_is():
     assert detect([]).dialect is dialects.DEFAULT
 
 
+@pytest.mark.parametrize("wrap", ["sglang-1  | ", "2026-03-23T14:01:38.123456789Z ", "Mar 23 14:01:38 ",
+                                  "Mar 23 14:01:38 gpu1 python3[9]: "])
+def test_detection_reads_the_servers_line_behind_a_wrapper(wrap):
+    """A marker anchored at the line's start ("Value error, ...") still decides through docker
+    compose, kubectl, ts or journald; a process prefix that is itself a marker still counts."""
+    vllm = dialects.DIALECTS["vllm"]
+    text = "Value error, Tensor parallel size (16) cannot be larger than the number of available GPUs (8)"
+    assert (detect([wrap + text]).dialect, detect([wrap + text]).confidence) == (vllm, "certain")
+    assert detect([wrap + "(VllmWorker rank=1 pid=8822) ERROR x"]).dialect is vllm
+
+
 def test_detection_reads_only_the_first_lines():
     lines = ["noise"] * DETECT_LINES + [ARGS]
     assert detect(lines).confidence == "guess"

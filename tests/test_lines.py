@@ -5,15 +5,18 @@ Prefix shapes come from shared/reference/sglang-log-format.md §1 and the field 
 
 from __future__ import annotations
 
+import importlib.util
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logforensics._dialects import DEFAULT
-from logforensics._lines import LogLine, parse_timestamp, visible_text
+from logforensics._lines import LogLine, parse_timestamp, visible_text, without_wrappers
 from logforensics._lines import decode as decode_with
+from logforensics._scoring import load_labels, score_labels
 from logforensics._sources import RawLine
 
 
@@ -99,6 +102,25 @@ PREFIXES = [
     ("2026-03-23T14:01:38.123+00:00 host python3[9]: hello", None, "", "host python3[9]", None, "hello"),
     ("Mar 23 14:01:38 gpu1 python[4242]: 50%|#####     | 1/2 [00:01<00:01, 1.00it/s]", None, "",
      "gpu1 python[4242]", None, "50%|#####     | 1/2 [00:01<00:01, 1.00it/s]"),
+    # kubectl logs --timestamps: a container runtime's stamp, never a syslog host and program
+    ("2026-03-23T14:01:38.123456789Z launch_server.py: error: unrecognized arguments: --x", None, "", "", None,
+     "launch_server.py: error: unrecognized arguments: --x"),
+    ("2026-03-23T14:01:38.123456789Z ImportError: /x/common_ops.abi3.so: undefined symbol: _ZN3c10", None, "", "",
+     None, "ImportError: /x/common_ops.abi3.so: undefined symbol: _ZN3c10"),
+    ("2026-03-23T14:01:38.123456789Z vllm serve: error: argument --dtype: invalid choice", None, "", "", None,
+     "vllm serve: error: argument --dtype: invalid choice"),
+    # moreutils ts (its default format): a bare stamp, then the line
+    (f"Mar 23 14:01:38 [{TS} TP0] Load weight begin. avail mem=78.50 GB", TS, "TP0", "", None,
+     "Load weight begin. avail mem=78.50 GB"),
+    ("Mar 23 14:01:38 ValueError: Speculative decoding is not compatible", None, "", "", None,
+     "ValueError: Speculative decoding is not compatible"),
+    ("Mar 23 14:01:38 vllm serve: error: argument --dtype: invalid choice", None, "", "", None,
+     "vllm serve: error: argument --dtype: invalid choice"),
+    # wrappers nest: Ray inside docker compose, docker behind kubectl's stamp, ts in front of Ray
+    ("sglang-1  | (SGLangEngine pid=23902) [2026-01-04 01:42:55 TP1] Scheduler hit an exception:",
+     "2026-01-04 01:42:55", "TP1", "sglang-1 > SGLangEngine pid=23902", None, "Scheduler hit an exception:"),
+    ("2026-03-23T14:01:38.1Z sglang-1  | Killed", None, "", "sglang-1", None, "Killed"),
+    ("Mar 23 14:01:38 (EngineCore_DP0 pid=357) x", None, "", "EngineCore_DP0 pid=357", None, "x"),
     # nothing to split
     ("Traceback (most recent call last):", None, "", "", None, "Traceback (most recent call last):"),
     ('  File "/a.py", line 1, in f', None, "", "", None, '  File "/a.py", line 1, in f'),
@@ -243,3 +265,39 @@ def test_a_torch_stamp_gets_a_year_only_from_a_log_that_prints_one():
     assert (printed_year("2026-11-20 14:00:02"), printed_year("11-20 14:00:02")) == (2026, None)
     assert glog_timestamp(line, 2026) == "2026-11-20 14:15:33"
     assert glog_timestamp(line, printed_year("11-20 14:00:02")) == "11-20 14:15:33"
+
+
+GENERATED = Path(__file__).resolve().parent.parent / "fixtures" / "generated"
+WRAPPER_SHAPES = ("docker", "kubectl", "journald", "ts", "ray", "crlf", "ansi", "markdown")
+
+
+@pytest.mark.parametrize("release", ["sglang-0.5.23", "vllm-0.33.0"])
+def test_a_log_through_any_wrapper_gets_the_answer_of_the_plain_log(release, tmp_path):
+    """Logs the real releases printed, rewritten as docker compose, kubectl, journald, ts,
+    Ray, a Windows editor, a colour terminal and a Markdown paste would hand them over
+    (bench/robustness.py): every one is answered as its plain log is."""
+    robustness = _bench_module("robustness")
+    directory = GENERATED / release
+    plain = {o.label.id: o.answer for o in score_labels(load_labels(directory)).outcomes}
+    for shape in WRAPPER_SHAPES:
+        out = tmp_path / shape
+        out.mkdir()
+        score = score_labels(robustness.reshape(directory, shape, out))
+        changed = {o.label.id: (plain[o.label.id], o.answer) for o in score.outcomes
+                   if o.answer != plain[o.label.id]}
+        assert changed == {}, shape
+
+
+def _bench_module(name: str):
+    spec = importlib.util.spec_from_file_location(name, GENERATED.parent.parent / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_without_wrappers_gives_the_servers_own_line():
+    assert without_wrappers("sglang-1  | (EngineCore_DP0 pid=357) ERROR x") == "ERROR x"
+    assert without_wrappers("Mar 23 14:01:38 gpu1 python3[9]: hello") == "hello"
+    text = "[2026-03-23 14:01:38 TP0] x"
+    assert without_wrappers(text) is text

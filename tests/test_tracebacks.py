@@ -661,3 +661,11 @@ def test_hostile_lines_are_linear_time():
         small, large = (cpu(b"Traceback (most recent call last):\n" + shape(n) + b"\nValueError: boom\n")
                         for n in (12_500, 200_000))
         assert large < 64 * small + 0.005, (shape(10), small, large)
+
+
+def test_a_markdown_fence_ends_a_pasted_traceback():
+    """A log pasted into an issue ends with its code fence and the reporter's words: neither
+    is part of the exception's message."""
+    tb = only("```\nTraceback (most recent call last):\n  File \"/a.py\", line 1, in f\n"
+              "KeyError: 'invalid tool call parser: zz'\n```\n\nAny idea what is wrong?\n")
+    assert (tb.exc_type, tb.message) == ("KeyError", "'invalid tool call parser: zz'")

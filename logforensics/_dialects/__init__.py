@@ -10,6 +10,7 @@ import copyreg
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .._lines import without_wrappers
 from .base import CONFIDENCES, PHASE_RANK, PHASES, Dialect
 from .sglang import DIALECT as SGLANG
 from .vllm import DIALECT as VLLM
@@ -64,11 +65,14 @@ def detect(texts: Iterable[str]) -> Detection:
     lines carry ("likely"); else the default ("guess")."""
     prefixed = dict.fromkeys(DIALECTS, 0)
     first_prefixed: dict[str, int] = {}
-    for number, text in enumerate(texts, 1):
+    for number, seen in enumerate(texts, 1):
         if number > DETECT_LINES:
             break
+        # docker, kubectl, journald, Ray: the server's own line (its process prefix, "(EngineCore
+        # pid=1)", may itself be a marker)
+        text = without_wrappers(seen)
         for dialect in DIALECTS.values():
-            if any(rx.search(text) for rx in dialect.markers):
+            if any(rx.search(text) or (text is not seen and rx.search(seen)) for rx in dialect.markers):
                 return Detection(dialect, "certain", number)
             if dialect.prefix.pattern.search(text, 0, _PREFIX_WINDOW):
                 prefixed[dialect.name] += 1
