@@ -9,6 +9,7 @@ line cannot hang logx.
 
 from __future__ import annotations
 
+import functools
 import os
 import tomllib
 from collections.abc import Sequence
@@ -27,7 +28,14 @@ ROLES = ("cause", "symptom")  # a cause outranks every symptom of the same sever
 PHASES = ("args", "import", "init", "weights", "kv_alloc", "cuda_graph", "warmup", "serving",
           "any")
 TRACEBACK_KEYS = ("exception", "message", "frame", "raising_frame", "context")
-MATCH_KEYS = (*TRACEBACK_KEYS, "line", "condition")
+# What logx's own stages find, for the built-in patterns' ``found_by`` (patterns/builtin/):
+# a finding no regex can match, made by the stage that sees it.
+FOUND_BY = {
+    "unexplained_traceback": "a traceback no pattern and no failure site of the server explains",
+}
+MATCH_KEYS = (*TRACEBACK_KEYS, "line", "condition", "found_by")
+MERGES = ("id", "title")  # findings of one pattern: one per id, or one per filled title
+BUILTIN_FOLDER = "builtin"  # the bundled patterns of the findings logx's stages make
 REQUIRED = ("id", "title", "severity", "phase", "explanation", "fix")
 REGEX_TIMEOUT = 0.25  # seconds, per search
 FACTS_FILE = "facts.toml"  # a dialect's facts beside its patterns (dialects/base.py reads it)
@@ -74,6 +82,7 @@ class MatchSpec:
     context: Regex | None = None
     line: Regex | None = None
     condition: str | None = None
+    found_by: str | None = None  # made by a stage of logx (FOUND_BY), not matched
 
     @property
     def on_traceback(self) -> bool:
@@ -82,6 +91,8 @@ class MatchSpec:
 
     @property
     def kind(self) -> str:
+        if self.found_by:
+            return "found_by"
         if self.condition:
             return "condition"
         if self.line is not None:
@@ -103,6 +114,8 @@ class Pattern:
     source: str = ""  # file it came from
     role: str = "cause"  # "symptom": a consequence of some other failure (sigquit, "see above")
     dialect: str | None = None  # the server whose logs it reads (None: every server's)
+    merge: str = "id"  # "title": findings merged only when their filled titles are the same
+    survivable: bool = False  # a traceback the server kept serving after is a warning
 
     @property
     def is_problem(self) -> bool:
@@ -121,7 +134,13 @@ class Catalog:
         self.line_specs = [(p, s) for p in self.patterns for s in p.matches if s.kind == "line"]
         self.condition_specs = [(p, s) for p in self.patterns for s in p.matches
                                 if s.kind == "condition"]
+        self._found_by = {s.found_by: p for p in self.patterns for s in p.matches if s.found_by}
         self._views: dict[str, Catalog] = {}
+
+    def found_by(self, stage: str) -> Pattern:
+        """The pattern of what ``stage`` (a ``FOUND_BY`` name) finds: this catalog's, else the
+        bundled one (``patterns/builtin/``: a catalog made of a few patterns still has them)."""
+        return self._found_by.get(stage) or builtin_patterns()[stage]
 
     def for_dialect(self, name: str) -> Catalog:
         """The patterns that run on a log of dialect ``name``: its own, and the generic ones it
@@ -137,6 +156,14 @@ class Catalog:
 def builtin_dir() -> Path:
     """The bundled catalog (``patterns/``, beside the dialects' facts)."""
     return bundled_dir()
+
+
+@functools.cache
+def builtin_patterns() -> dict[str, Pattern]:
+    """``{found_by: pattern}`` of the bundled built-in patterns (``patterns/builtin/``)."""
+    folder = builtin_dir() / BUILTIN_FOLDER
+    return {s.found_by: p for file in sorted(folder.glob("*.toml"))
+            for p in load_file(file, folder=BUILTIN_FOLDER) for s in p.matches if s.found_by}
 
 
 def pattern_dirs(extra: Sequence[str | os.PathLike] | None = None) -> list[Path]:
@@ -228,6 +255,12 @@ def build_pattern(table: dict, file: Path | str, index: int = 0, compile_now: bo
     if not raw_matches or not isinstance(raw_matches, list):
         raise fail("needs at least one [[pattern.match]] table")
     matches = [build_match(m, fail, compile_now) for m in raw_matches]
+    merge = table.get("merge", "id")
+    if merge not in MERGES:
+        raise fail(f"merge must be one of {', '.join(MERGES)}")
+    survivable = table.get("survivable", False)
+    if not isinstance(survivable, bool):
+        raise fail("survivable must be true or false")
     if "dialect" in table:
         if table["dialect"] != "any" and table["dialect"] not in DIALECTS:
             raise fail(f"dialect must be 'any' or one of {', '.join(sorted(DIALECTS))}")
@@ -236,7 +269,7 @@ def build_pattern(table: dict, file: Path | str, index: int = 0, compile_now: bo
         id=table["id"], title=table["title"].strip(), severity=table["severity"],
         phase=table["phase"], explanation=table["explanation"].strip(),
         fix=table["fix"].strip(), priority=priority, references=references, matches=matches,
-        source=str(file), role=role, dialect=dialect,
+        source=str(file), role=role, dialect=dialect, merge=merge, survivable=survivable,
     )
 
 
@@ -248,6 +281,12 @@ def build_match(table: dict, fail, compile_now: bool = True) -> MatchSpec:
         raise fail(f"unknown match key(s): {', '.join(sorted(unknown))}")
     if "line" in table and set(table) & set(TRACEBACK_KEYS):
         raise fail("'line' cannot be combined with traceback keys in one match table")
+    if "found_by" in table:
+        if len(table) > 1:
+            raise fail("'found_by' stands alone in its match table")
+        if table["found_by"] not in FOUND_BY:
+            raise fail(f"unknown found_by '{table['found_by']}' (known: {', '.join(sorted(FOUND_BY))})")
+        return MatchSpec(found_by=table["found_by"])
     spec = MatchSpec()
     for key in (*TRACEBACK_KEYS, "line"):
         if key in table:

@@ -14,7 +14,7 @@ import re
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
@@ -89,6 +89,7 @@ class Finding:
     at: str | None = None  # when it first happened: the time its first line or traceback prints
     # streams (ranks) that printed the same traceback as the one cited: not cited again
     same_on: list[str] = field(default_factory=list)
+    merge: str = "id"  # its pattern's: "title", one finding per title (an unknown exception's type)
 
     @property
     def time(self) -> datetime | None:
@@ -429,37 +430,36 @@ class Matcher:
                 matched_ids.add(pattern.id)
                 break
         if not new:
-            new.append(site_hit(tb, run) or home_hit(tb, run) or self._unclassified(tb, run))
+            new.append(site_hit(tb, run) or home_hit(tb, run) or self._unexplained(tb, run))
         # One traceback, one explanation: the most specific pattern (highest priority) wins,
         # so a generic match (e.g. "raised in argument handling") never repeats a specific one.
         best = max(new, key=lambda h: (h.pattern.priority, h.confidence))
         self.hits.setdefault(run.index, []).append(best)
         return [best]
 
-    def _unclassified(self, tb: Traceback, run: Run) -> Hit:
+    def _unexplained(self, tb: Traceback, run: Run) -> Hit:
+        """The built-in pattern of a traceback nothing explains (``unclassified_exception``),
+        with what the traceback shows of the failure as its placeholders."""
         frame = tb.raising_frame
         where = "unknown location" if frame is None else frame.file + (f":{frame.line}" if frame.line else "") \
             + (f" in {frame.function}" if frame.function else "")  # a frame line cut at the screen edge has neither
-        exc_type = tb.exc_type or "an exception (its type line was cut off)"
-        message = tb.message.split("\n", 1)[0][:300] if tb.message else "(message not in the log)"
         server = run.dialect
         package = _sites.frame_package(frame.file if frame else None,
                                        server.sites.package if server.sites else server.name)
-        usually = f" The raising frame belongs to {package[0]}: {package[1]}" if package else ""
-        pattern = Pattern(
-            id="unclassified_exception",
-            title=f"Unclassified exception: {tb.exc_type or 'unknown type'}",
-            severity="error", phase="any", priority=10 if tb.exc_type else 5,
-            explanation=(f"{exc_type} was raised at {where}: {message}. No catalog pattern "
-                         f"and no {server.label} failure site explains it.{usually}"),
-            fix=("Read the raising frame and the message. If this is a known failure, add a "
-                 "pattern for it (`logx patterns list`, `--patterns DIR`)."),
-            # A traceback cut before its type and message says nothing of what failed: it does
-            # not outrank a failure the log does name (it is often that failure's own tail).
-            role="cause" if tb.exc_type or tb.message else "symptom",
-        )
+        values = {
+            "exception_type": tb.exc_type or "unknown type",
+            "exception": tb.exc_type or "an exception (its type line was cut off)",
+            "raised_at": where,
+            "exception_message": tb.message.split("\n", 1)[0][:300] if tb.message else "(message not in the log)",
+            "package_note": f" The raising frame belongs to {package[0]}: {package[1]}" if package else "",
+        }
+        pattern = self.catalog.found_by("unexplained_traceback")
+        if not tb.exc_type:  # cut before its type line: it names no failure
+            # and with no message either it is often another failure's own tail: a symptom
+            pattern = replace(pattern, priority=pattern.priority // 2,
+                              role=pattern.role if tb.message else "symptom")
         facts = {"package": package[0]} if package else {}
-        return Hit(pattern, {}, traceback_evidence(tb), CONFIDENCE["unclassified"], tb.stream, tb, facts)
+        return Hit(pattern, values, traceback_evidence(tb), CONFIDENCE["unclassified"], tb.stream, tb, facts)
 
     def findings(self, run: Run, facts: dict[str, Any]) -> list[Finding]:
         """Ranked findings for ``run`` (most likely root cause first)."""
@@ -488,8 +488,9 @@ class Matcher:
         merged: dict[tuple, Finding] = {}
         for hit in hits:
             p = hit.pattern
-            key = (p.id, p.title) if p.id == "unclassified_exception" or p.source in FROM_SERVER_SOURCE \
-                else (p.id,)
+            values = {**facts, **hit.groups}
+            title = fill(p.title, values)
+            key = (p.id, title) if p.merge == "title" else (p.id,)
             if key in merged:
                 f = merged[key]
                 f.occurrences += 1
@@ -506,22 +507,20 @@ class Matcher:
                 extra = [e for e in hit.evidence if e.line not in have]
                 f.evidence = sorted(f.evidence + extra, key=lambda e: e.line)[:MAX_EVIDENCE]
                 continue
-            values = {**facts, **hit.groups}
             phase = p.phase if p.phase != "any" else _phase_at(run, hit)
             severity, explanation = p.severity, fill(p.explanation, values)
-            if (p.id == "unclassified_exception" or p.source in FROM_SERVER_SOURCE) and hit.traceback is not None \
-                    and run.last_serving_line > hit.traceback.last_line:
-                # An unknown exception the server survived: a failed request, not a crash.
+            if p.survivable and hit.traceback is not None and run.last_serving_line > hit.traceback.last_line:
+                # An exception the server survived: a failed request, not a crash.
                 severity = "warning"
                 explanation += (f" The server kept serving after it (line {run.last_serving_line}), "
                                 "so it did not take the server down.")
             merged[key] = Finding(
-                id=p.id, title=fill(p.title, values), severity=severity,
+                id=p.id, title=title, severity=severity,
                 confidence=hit.confidence, phase=phase, run=run.index,
                 evidence=sorted(hit.evidence, key=lambda e: e.line),
                 explanation=explanation, fix=fill(p.fix, values),
                 priority=p.priority, streams=[hit.stream] if hit.stream else [],
-                traceback=hit.traceback, role=p.role, facts=dict(hit.facts),
+                traceback=hit.traceback, role=p.role, facts=dict(hit.facts), merge=p.merge,
                 at=evidence_time(hit.evidence, run.dialect.prefix, year) if hit.timed else None,
             )
         return rank(list(merged.values()))
@@ -531,7 +530,6 @@ class Matcher:
 
 SITE_SOURCE = "failure-site index"
 HOME_SOURCE = "server module of the raising frame"
-FROM_SERVER_SOURCE = (SITE_SOURCE, HOME_SOURCE)  # findings built from the server's source, not the catalog
 HOME_PRIORITY = 20  # below a site match (the module says less than the check), above unclassified
 HOME_CONFIDENCE = 0.4
 SITE_PRIORITY = 30  # below every curated pattern that names the cause, above the symptoms
@@ -572,7 +570,7 @@ def home_hit(tb: Traceback, run: Run) -> Hit | None:
         explanation=(f"{tb.exc_type} was raised in {label}'s {category.what} at {frame.file}:{frame.line} "
                      f"in {frame.function}: {message}. No pattern and no {label} check names it; the "
                      "module it came from says what it was doing."),
-        fix=category.fix, source=HOME_SOURCE,
+        fix=category.fix, source=HOME_SOURCE, merge="title", survivable=True,
     )
     return Hit(pattern, {}, traceback_evidence(tb), HOME_CONFIDENCE, tb.stream, tb,
                {"raised_in": {"file": frame.file, "function": frame.function}})
@@ -639,7 +637,7 @@ def _site_pattern(found: _sites.SiteMatch | None, run: Run, exc_type: str | None
         explanation=(f"{site.kind} in {site.where} ({run.dialect.label} {site.release_range}) {what}: "
                      f"{shown}.{check} No curated pattern names this failure; "
                      f"{run.dialect.label}'s own source does."),
-        fix=fix, source=SITE_SOURCE,
+        fix=fix, source=SITE_SOURCE, merge="title", survivable=True,
     )
     facts = {"site": {"file": site.file, "function": site.function, "kind": site.kind,
                       "releases": site.release_range, "conditions": list(site.conditions),

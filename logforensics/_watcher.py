@@ -74,7 +74,7 @@ _TRIGGER_KINDS = frozenset({"server_args", "traceback", "ready"})
 
 
 def _finding_key(f: Finding) -> tuple:
-    if f.id == "unclassified_exception":
+    if f.merge == "title":  # one finding per title: an unknown exception, each by its traceback
         anchor = f.traceback.first_line if f.traceback is not None else f.title
         return (f.run, f.id, anchor)
     return (f.run, f.id)

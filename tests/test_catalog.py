@@ -80,6 +80,10 @@ def test_user_pattern_overrides_builtin_by_id(tmp_path):
     (GOOD.replace('id = "my_cause"', 'id = "My Cause"'), "id must be lowercase"),
     (GOOD + GOOD, "duplicate id"),
     (GOOD.replace("  [[pattern.match]]\n  line = 'boom (?P<thing>\\w+)'\n", ""), "needs at least one"),
+    (GOOD.replace("line = 'boom (?P<thing>\\w+)'", "found_by = 'my_stage'"), "unknown found_by 'my_stage'"),
+    (GOOD.replace("line =", "found_by = 'unexplained_traceback'\n  line ="), "'found_by' stands alone"),
+    (GOOD.replace('phase = "serving"', 'phase = "serving"\nmerge = "type"'), "merge must be one of"),
+    (GOOD.replace('phase = "serving"', 'phase = "serving"\nsurvivable = "yes"'), "survivable must be true"),
 ])
 def test_bad_pattern_files_name_file_id_and_problem(tmp_path, text, problem):
     d = pattern_dir(tmp_path, text)
@@ -89,6 +93,22 @@ def test_bad_pattern_files_name_file_id_and_problem(tmp_path, text, problem):
     assert problem in message
     assert "p.toml" in message
     assert "\n" not in message
+
+
+def test_the_builtin_findings_are_patterns_a_user_pattern_replaces(tmp_path):
+    """What logx's stages find themselves (patterns/builtin/) is read from patterns; a catalog
+    without them (a test's, a user's alone) still has the bundled ones."""
+    from logforensics._catalog import Catalog
+
+    bundled = load_catalog()
+    unexplained = bundled.found_by("unexplained_traceback")
+    assert unexplained is bundled.by_id["unclassified_exception"]
+    assert unexplained.merge == "title" and unexplained.survivable and unexplained.dialect is None
+    assert Catalog([]).found_by("unexplained_traceback").id == "unclassified_exception"
+    mine = GOOD.replace("my_cause", "unclassified_exception").replace(
+        "line = 'boom (?P<thing>\\w+)'", "found_by = 'unexplained_traceback'")
+    d = pattern_dir(tmp_path, mine)
+    assert load_catalog([d]).found_by("unexplained_traceback").title == "My cause"
 
 
 def test_line_cannot_mix_with_traceback_keys(tmp_path):

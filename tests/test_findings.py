@@ -90,6 +90,27 @@ def test_unclassified_exception_names_type_message_and_location():
     assert first.phase == "serving"
 
 
+def test_the_unexplained_traceback_finding_is_a_pattern_of_its_own():
+    """``unclassified_exception`` is patterns/builtin/'s: a catalog's own pattern found by
+    the same stage gives the text; a traceback cut before its type ranks lower, and one with
+    no message either is a symptom."""
+    mine = {"id": "unclassified_exception", "severity": "error", "priority": 12, "merge": "title",
+            "title": "Unknown {exception_type}", "explanation": "{exception} at {raised_at}",
+            "match": [{"found_by": "unexplained_traceback"}]}
+    data = log_bytes(
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/managers/scheduler.py", line 99, in event_loop_normal',
+        "ZeroDivisionError: division by zero",
+    )
+    first = findings(data, mine)[0]
+    assert (first.title, first.explanation, first.priority) == (
+        "Unknown ZeroDivisionError", "ZeroDivisionError at /x/sglang/srt/managers/scheduler.py:99 in "
+        "event_loop_normal", 12)
+    cut = findings(log_bytes('  File "/x/sglang/srt/managers/scheduler.py", line 99, in event_loop_normal',
+                             "    self.run()"))
+    assert [(f.id, f.priority, f.role) for f in cut] == [("unclassified_exception", 5, "symptom")]
+
+
 def test_same_cause_on_several_ranks_merges_and_first_rank_leads():
     tb = ["[2026-03-23 14:00:0{s} TP{r}] Scheduler hit an exception: Traceback (most recent call last):",
           '  File "/x/sglang/srt/model_executor/model_runner.py", line 5, in init',
