@@ -3,8 +3,9 @@
     python bench/robustness.py /work/shared/corpus [--only docker,cut120] [--misses]
 
 A user's log is rarely the file the server wrote: it comes through docker compose or kubectl,
-journald or Ray, `ts` or a terminal that cut it at its width, a Windows editor (CRLF), a
-Markdown paste, or only its last lines. Each *shape* below rewrites every log of the directory
+journald or Ray, `kubectl logs --prefix`, Slurm's srun, pdsh or mpirun on a multi-node launch, `ts`, `cat -n` or
+`grep -n`, a terminal that cut it at its width, a Windows editor (CRLF), a Markdown paste, or
+only its last lines. Each *shape* below rewrites every log of the directory
 the way that path would (the label is unchanged: the cause is the same) and scores `logx
 explain` on the rewritten copies (logforensics/_scoring.py, the one scorer). A shape that loses
 answers the plain logs get is a parser gap, not a missing pattern. Nothing is written beside the
@@ -51,6 +52,13 @@ SHAPES: dict[str, Shape] = {
     "journald": _prefix(lambda i: f"Mar 23 14:{i // 60 % 60:02d}:{i % 60:02d} gpu-node-3 python3[4711]: "),
     "ts": _prefix(lambda i: f"Mar 23 14:{i // 60 % 60:02d}:{i % 60:02d} "),
     "ray": _prefix(lambda i: "(SGLangEngine pid=4711) "),
+    "srun": _prefix(lambda i: "0: "),  # Slurm's srun --label: the task number
+    "pdsh": _prefix(lambda i: "gpu-node-3: "),  # pdsh / clush: the host
+    "mpirun": _prefix(lambda i: "[1,0]<stdout>:"),  # Open MPI's --tag-output
+    "kprefix": _prefix(lambda i: "[pod/sglang-0/server] "),  # kubectl logs --prefix
+    "catn": _prefix(lambda i: f"{i + 1:6d}\t"),  # cat -n, or an editor's line numbers
+    # grep -n over the whole log: not read as a wrapper ("46:  File" would look like srun's task 46)
+    "grepn": _prefix(lambda i: f"{i + 1}:"),
     "crlf": lambda lines, key: [line + "\r" for line in lines],
     "ansi": lambda lines, key: [f"\x1b[32m{line}\x1b[0m" if line else line for line in lines],
     "markdown": _markdown,

@@ -36,6 +36,15 @@ _SYSLOG = re.compile(
 )
 # moreutils `ts` (its default format) or a terminal logger: "Mar 23 14:01:38 " and the line
 _TS_STAMP = re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? ")
+# the launchers of a multi-node job, each naming the task or host a line came from: Slurm's
+# `srun --label` ("0: ", padded when there are ten tasks or more), pdsh / clush ("gpu-node-3: ",
+# a lower-case host name with a digit, so "ValueError: " and "Qwen3: " are not one), Open MPI's `--tag-output`
+# ("[1,0]<stdout>:"), `kubectl logs --prefix` ("[pod/sglang-0/server] "); and `cat -n`'s numbers
+_SRUN = re.compile(r" {0,4}(\d{1,5}): ")
+_PDSH = re.compile(r"([a-z][a-z0-9-]*\d[a-z0-9.-]*|\d{1,3}(?:\.\d{1,3}){3}): ")
+_MPIRUN = re.compile(r"\[(\d+,\d+)\]<std(?:out|err)>: ?")
+_KUBECTL_PREFIX = re.compile(r"\[(pod/[\w.-]+)/[\w.-]+\] ")
+_CAT_N = re.compile(r" *\d+\t")
 _MAX_WRAPPERS = 3  # Ray inside docker compose behind kubectl's stamp: wrappers nest
 # kubectl logs --timestamps / docker logs -t: "2026-03-23T14:01:38.123456789Z " before each line
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) ")
@@ -160,6 +169,16 @@ def _strip_wrapper(msg: str) -> tuple[str | None, str]:
     """The line after its outermost wrapper prefix and the wrapper's name ("" for a bare time
     stamp), or ``(None, "")`` when it starts with none."""
     first = msg[:1]
+    if first == "[":
+        m = _KUBECTL_PREFIX.match(msg) if msg.startswith("[pod/") else _MPIRUN.match(msg)
+        return (msg[m.end() :], m.group(1)) if m else (None, "")
+    if first.isdigit() or first == " ":
+        m = _SRUN.match(msg)
+        if m:
+            return msg[m.end() :], f"task {m.group(1)}"
+        m = _CAT_N.match(msg) if "\t" in msg[:12] else None
+        if m:
+            return msg[m.end() :], ""
     if first == "(" or (first == " " and msg.lstrip().startswith("(")):
         m = _RAY.match(msg)
         if m is None:
@@ -177,8 +196,13 @@ def _strip_wrapper(msg: str) -> tuple[str | None, str]:
         m = _DOCKER.match(msg)
         if m and m.group(1) and not m.group(1).isdigit():
             return msg[m.end() :], m.group(1)
+    colon = msg.find(": ", 0, 120)
+    if colon > 0 and msg[colon - 1].isdigit():
+        m = _PDSH.match(msg)
+        if m and m.end() == colon + 2:
+            return msg[m.end() :], m.group(1)
     # syslog (also when its message has a "|", e.g. a tqdm bar); ISO stamps start with a digit
-    m = _SYSLOG.match(msg) if ": " in msg[:120] else None
+    m = _SYSLOG.match(msg) if colon >= 0 else None
     if m and (m.group(3) or not msg.startswith("error: ", m.end())):  # argparse's "prog: error:"
         host, prog, pid = m.group(1), m.group(2), m.group(3)
         return msg[m.end() :], f"{host} {prog}[{pid}]" if pid else f"{host} {prog}"
@@ -191,6 +215,17 @@ def _strip_wrapper(msg: str) -> tuple[str | None, str]:
         if m:
             return msg[m.end() :], ""
     return None, ""
+
+
+def _may_wrap_indented(msg: str) -> bool:
+    """An indented line that may start with a wrapper (Ray's, srun's padded label, cat -n's)."""
+    rest = msg.lstrip(" ")
+    return rest[:1] == "(" or (rest[:1].isdigit() and len(msg) - len(rest) <= 6)
+
+
+def _may_wrap_bracket(msg: str) -> bool:
+    """A "[" line that is a launcher's tag, not a server's "[2026-03-23 14:01:38 TP0]"."""
+    return msg.startswith("[pod/") or "]<std" in msg[:24]
 
 
 def without_wrappers(text: str) -> str:
@@ -209,7 +244,7 @@ def split_prefixes(line: LogLine, prefix: ServerPrefix) -> None:
     if not msg:
         return
     c = msg[0]
-    if c == "(" or c.isalnum() or (c == " " and msg.lstrip()[:1] == "("):
+    if c == "(" or c.isalnum() or (c == " " and _may_wrap_indented(msg)) or (c == "[" and _may_wrap_bracket(msg)):
         # Wrappers first: they stand in front of everything else, and may stand in front of
         # each other (a Ray actor's line through docker compose).
         names = []
@@ -221,7 +256,8 @@ def split_prefixes(line: LogLine, prefix: ServerPrefix) -> None:
             if name:
                 names.append(name)
             c = msg[:1]
-            if not (c == "(" or c.isalnum() or (c == " " and msg.lstrip()[:1] == "(")):
+            if not (c == "(" or c.isalnum() or (c == " " and _may_wrap_indented(msg))
+                    or (c == "[" and _may_wrap_bracket(msg))):
                 break
         if names:
             line.wrapper = " > ".join(names)

@@ -121,6 +121,19 @@ PREFIXES = [
      "2026-01-04 01:42:55", "TP1", "sglang-1 > SGLangEngine pid=23902", None, "Scheduler hit an exception:"),
     ("2026-03-23T14:01:38.1Z sglang-1  | Killed", None, "", "sglang-1", None, "Killed"),
     ("Mar 23 14:01:38 (EngineCore_DP0 pid=357) x", None, "", "EngineCore_DP0 pid=357", None, "x"),
+    # multi-node launchers: srun --label, pdsh, mpirun --tag-output, kubectl logs --prefix; cat -n
+    (f"0: [{TS} TP0] x", TS, "TP0", "task 0", None, "x"),
+    (f" 3: [{TS} TP3] x", TS, "TP3", "task 3", None, "x"),
+    ('12:   File "/a.py", line 1, in f', None, "", "task 12", None, '  File "/a.py", line 1, in f'),
+    (f"gpu-node-3: [{TS} TP0] x", TS, "TP0", "gpu-node-3", None, "x"),
+    ("10.0.0.7: Killed", None, "", "10.0.0.7", None, "Killed"),
+    (f"[1,0]<stdout>:[{TS} TP0] x", TS, "TP0", "1,0", None, "x"),
+    (f"[pod/sglang-0/server] [{TS} TP0] x", TS, "TP0", "pod/sglang-0", None, "x"),
+    (f"    12\t[{TS} TP0] x", TS, "TP0", "", None, "x"),
+    # ... and what only looks like one
+    ("ValueError: bad value", None, "", "", None, "ValueError: bad value"),
+    ("Qwen3: loading", None, "", "", None, "Qwen3: loading"),
+    ("14:01:38 something", None, "", "", None, "14:01:38 something"),
     # nothing to split
     ("Traceback (most recent call last):", None, "", "", None, "Traceback (most recent call last):"),
     ('  File "/a.py", line 1, in f', None, "", "", None, '  File "/a.py", line 1, in f'),
@@ -268,13 +281,15 @@ def test_a_torch_stamp_gets_a_year_only_from_a_log_that_prints_one():
 
 
 GENERATED = Path(__file__).resolve().parent.parent / "fixtures" / "generated"
-WRAPPER_SHAPES = ("docker", "kubectl", "journald", "ts", "ray", "crlf", "ansi", "markdown")
+WRAPPER_SHAPES = ("docker", "kubectl", "journald", "ts", "ray", "srun", "pdsh", "mpirun", "kprefix", "catn",
+                  "crlf", "ansi", "markdown")
 
 
 @pytest.mark.parametrize("release", ["sglang-0.5.23", "vllm-0.33.0"])
 def test_a_log_through_any_wrapper_gets_the_answer_of_the_plain_log(release, tmp_path):
     """Logs the real releases printed, rewritten as docker compose, kubectl, journald, ts,
-    Ray, a Windows editor, a colour terminal and a Markdown paste would hand them over
+    Ray, srun, pdsh, mpirun, kubectl --prefix, cat -n, a Windows editor, a colour terminal and
+    a Markdown paste would hand them over
     (bench/robustness.py): every one is answered as its plain log is."""
     robustness = _bench_module("robustness")
     directory = GENERATED / release
