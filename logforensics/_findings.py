@@ -493,7 +493,8 @@ class Matcher:
             key = (p.id, title) if p.merge == "title" else (p.id,)
             if key in merged:
                 f = merged[key]
-                f.occurrences += 1
+                if hit.timed:  # a condition's state adds its lines, not another sighting
+                    f.occurrences += 1
                 if hit.stream and hit.stream not in f.streams:
                     f.streams.append(hit.stream)
                 f.confidence = max(f.confidence, hit.confidence)

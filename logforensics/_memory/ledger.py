@@ -223,7 +223,6 @@ class Ledger:
     slots_per_request_source: str | None = None
     disable_radix_cache: bool = False
     unbalanced_note: str | None = None
-    sglang_min_viable: float | None = None  # from SGLang's own message, for cross-checking
     sglang_mamba: dict[str, Any] = field(default_factory=dict)  # figures from SGLang's Mamba errors
     quantized: bool = False  # --quantization set or a quantized checkpoint name
     # figures the dialect's sizing formulas derive (``None``: an input is not in the log)

@@ -13,7 +13,7 @@ from ..._lines import ServerPrefix
 from ..base import Dialect, LaunchArgs, SiteData, StatsMarks, bundled_dir, load_facts
 from .events import RULES
 from .fixes import memory_facts
-from .memory import read_ledger
+from .memory import CONDITIONS, read_ledger
 
 # "[2026-03-23 14:01:38(.123)? DP1 TP3 EP3] msg"; short "[03-23 14:01:38 TP0] msg"; the
 # leading "[" may be lost when a paste is cut.
@@ -98,5 +98,6 @@ DIALECT = Dialect(
     sites=SiteData(index="sglang_sites.json.gz", categories="site_categories.toml", package="sglang",
                    core="sglang/srt/", flags="sglang_flags.json.gz"),
     memory_ledger=read_ledger,
+    conditions=CONDITIONS,
     memory_facts=memory_facts,
 )

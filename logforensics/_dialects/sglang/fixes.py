@@ -56,10 +56,7 @@ def kv_room_sentence(ledger: Ledger) -> str:
         out.append(f"--mem-fraction-static is not in the log, so rest = avail_after_weights − pre×(1−mfs) "
                    f"cannot be evaluated (avail_after_weights = {after:.2f}, pre = {pre:.2f} GiB).")
     viable = min_viable_mem_fraction_static(after, pre)
-    agree = ""
-    if ledger.sglang_min_viable is not None:
-        agree = f" (SGLang's message says {ledger.sglang_min_viable})"
-    out.append(f"Minimum viable mfs = 1 − {after:.2f}/{pre:.2f} = {viable:.3f}{agree}.")
+    out.append(f"Minimum viable mfs = 1 − {after:.2f}/{pre:.2f} = {viable:.3f}.")
     s = suggest_mem_fraction_static(after, pre)
     if s is not None:
         out.append(f"`--mem-fraction-static {s.value:.2f}` leaves {after:.2f} − {pre:.2f}×(1−{s.value:.2f}) = "

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..._memory.ledger import Ledger, RankLedger, attach_tracebacks, rank_label, rank_sort_key
+from ..._memory.build import build_ledger
+from ..._memory.ledger import STEPS, Ledger, RankLedger, attach_tracebacks, rank_label, rank_sort_key
 from ..._memory.torch_oom import other_threshold_gib
 from ..._memory.units import number
 from .sizing import kv_rest_gib, mamba_per_request_gib, mamba_requests_fit, mamba_slots_per_request
@@ -153,9 +154,6 @@ def read_ledger(run: Any) -> Ledger:
         if m and ledger.mem_fraction_static is None:
             ledger.mem_fraction_static = float(m.group(1) or m.group(2))
             ledger.mfs_source = "error message"
-        m2 = re.search(r"minimum viable = 1 - available/pre = (\d+(?:\.\d+)?)", tb.message or "")
-        if m2:
-            ledger.sglang_min_viable = float(m2.group(1))
         text = tb.message or ""
         if m3 := _MAMBA_NO_ROOM.search(text):
             ledger.sglang_mamba.update(slots=int(m3.group(1)), rest_gib=float(m3.group(2)),
@@ -250,3 +248,34 @@ def _unbalanced(run: Any, ledger: Ledger) -> None:
                 ledger.unbalanced_note = "SGLang reports unequal GPUs: some may be used by other processes."
             return
 
+
+
+def _figures_leave_no_kv_room(run: Any) -> list[tuple[int, str]] | None:
+    """SGLang's own arithmetic on the logged figures leaves the KV pool no room:
+    ``rest = after − pre×(1−mfs) ≤ 0``, with every rank that began loading the weights done
+    (the figures are final: no later line changes them) and no rank at a pool yet. SGLang
+    aborts there whatever the log shows next: its message, a cut of it, a SIGQUIT, nothing.
+    Not for a multi-node run: SGLang takes the minimum over every node's ranks, a log holds
+    one node's."""
+    if run.dialect.name != "sglang" or run.ready or (number(run.args.get("nnodes")) or 1) > 1:
+        return None
+    ledger = build_ledger(run)
+    rest = ledger.kv_rest
+    began = [r for r in ledger.ranks if r.weights_began]
+    if rest is None or rest > 0 or not began or not all(r.weights_done for r in began):
+        return None
+    if any(r.reached() >= STEPS.index("kv_cache") for r in ledger.ranks):
+        return None
+    evidence = []
+    for kind in ("weight_load_begin", "weight_load_end"):  # the lowest of each: the figures SGLang takes
+        found = [(avail, e) for e in run.memory_events if e.kind == kind
+                 and (avail := number(e.fields.get("avail_gb"))) is not None]
+        if found:
+            lowest = min(found, key=lambda pair: pair[0])[1]
+            evidence.append((lowest.number, lowest.line.text))
+    if ledger.mfs_source == "server_args" and run.args_line is not None:
+        evidence.insert(0, (run.args_line, f"server_args: mem_fraction_static={ledger.mem_fraction_static}"))
+    return evidence
+
+
+CONDITIONS = {"sglang_figures_leave_no_kv_room": _figures_leave_no_kv_room}
