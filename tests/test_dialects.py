@@ -237,3 +237,13 @@ def test_a_dialect_crosses_processes_by_name():
 
     for dialect in DIALECTS.values():
         assert pickle.loads(pickle.dumps(dialect)) is dialect
+
+
+@pytest.mark.parametrize("config", ["SchedulerConfig", "ModelConfig", "UVAOffloadConfig"])
+def test_a_headless_pydantic_config_error_is_vllms(config):
+    """vLLM's engine configs are pydantic dataclasses, SGLang's ServerArgs is not: a paste that
+    starts at the validation error is read by vLLM's dialect."""
+    text = f"pydantic_core._pydantic_core.ValidationError: 2 validation errors for {config}"
+    assert (detect([text]).dialect.name, detect([text]).confidence) == ("vllm", "certain")
+    assert detect(["pydantic_core._pydantic_core.ValidationError: 1 validation error for "
+                   "ChatCompletionRequest"]).confidence != "certain"

@@ -40,6 +40,11 @@ DIALECT = Dialect(
                    r"\bgpu_memory_utilization\b|GPU memory utilization|Error initializing vLLM engine|vLLM config: |"
                    r"^\s*Value error, |^usage: vllm \[|^vllm(?: serve)?: error: |site-packages/vllm/(?:v1|engine"
                    r"|worker|entrypoints|executor|tokenizers|transformers_utils|reasoning|tool_parsers|renderers)/"),
+        # vLLM's engine configs are pydantic dataclasses (SGLang's ServerArgs is not): a headless
+        # paste of their validation error is vLLM's
+        re.compile(r"\d+ validation errors? for (?:Vllm|Model|Cache|Parallel|Scheduler|Device|Load|LoRA|"
+                   r"Speculative|StructuredOutputs|Observability|KVTransfer|KVEvents|ECTransfer|Compilation|"
+                   r"Pass|MultiModal|Pooler|Decoding|SpeechToText|EPLB|Attention|Kernel|Profiler|\w*Offload)Config\b"),
     ),
     event_phase={
         "server_version": "launch", "server_args": "args", "max_model_len": "args",
