@@ -424,6 +424,8 @@ class TracebackAssembler:
         elif _CARET.match(text):
             builder = _Builder(line, stream, head=False)
             builder.tb.frames_cut = True
+            if line.level and is_record_start(line):
+                builder.record_level = line.level
             builder.keep(line)
             self._open[stream] = builder
             return True
@@ -432,6 +434,8 @@ class TracebackAssembler:
             builder.tb.frames_cut = True
         else:
             return False
+        if line.level and is_record_start(line):
+            builder.record_level = line.level  # a traceback logged line by line, its head cut off
         self._open[stream] = builder
         if not self._continue(builder, line, None, text):
             del self._open[stream]

@@ -669,3 +669,19 @@ def test_a_markdown_fence_ends_a_pasted_traceback():
     tb = only("```\nTraceback (most recent call last):\n  File \"/a.py\", line 1, in f\n"
               "KeyError: 'invalid tool call parser: zz'\n```\n\nAny idea what is wrong?\n")
     assert (tb.exc_type, tb.message) == ("KeyError", "'invalid tool call parser: zz'")
+
+
+def test_a_headless_traceback_logged_line_by_line_keeps_its_frames():
+    """Every line of a traceback logged line by line carries the record's prefix; a paste that
+    lost the header still reads the frames, the exception and its chain as one traceback."""
+    text = "".join(f"[2026-02-26 15:56:59] ERROR: {body}\n" for body in (
+        "                   ~~~~~~~~~~~~~~^^^^^^^^^^",
+        '  File "/usr/lib/python3.12/site-packages/transformers/models/auto/configuration_auto.py", '
+        "line 1048, in __getitem__",
+        "    raise KeyError(key)",
+        "KeyError: 'glm_moe_dsa'",
+        "",
+        "During handling of the above exception, another exception occurred:"))
+    tb = only(text)
+    assert tb.exc_type == "KeyError" and tb.frames[-1].function == "__getitem__"
+    assert tb.head_missing
