@@ -164,7 +164,7 @@ def _memory(run, record: RunRecord) -> None:
     record.put("memory", "cuda_graph_gib", r.graph_gib)
     record.put("memory", "free_after_pools_gib", r.avail_after_pools_gib)
     record.put("memory", "free_after_graphs_gib", r.avail_after_graphs_gib)
-    record.put("memory", "mem_fraction_static", ledger.mem_fraction_static)
+    record.put("memory", "mem_fraction_static", ledger.setting("mem_fraction_static"))
     budget = r.budget or {}
     keys: tuple[str, ...] = ("max_running_requests", "chunked_prefill_size", "context_len")
     if record.get("memory", "kv_tokens") is None:

@@ -363,7 +363,7 @@ def summary_data(report: Report, texts: dict[str, str]) -> dict[str, Any]:
         total, _source = ledger.gpu_total
         data["memory"] = {
             "gpu_total_gib": total, "ranks": len(ledger.ranks),
-            "mem_fraction_static": ledger.mem_fraction_static,
+            "mem_fraction_static": ledger.setting("mem_fraction_static"),
             "columns": header, "more_rank_groups": more,
             "rows": [[texts[f"ledger:{i}:{j}"] for j in range(len(row))] for i, row in enumerate(rows)],
             "notes": [v for k, v in texts.items() if k.startswith("ledger_note:")]}

@@ -7,6 +7,7 @@ out by hand from the log lines with the formula in ``docs/memory.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
@@ -21,7 +22,7 @@ from logforensics._analysis import explain, run_facts
 from logforensics._catalog import load_catalog
 from logforensics._conditions import CONDITIONS
 from logforensics._dialects.sglang import sizing
-from logforensics._dialects.sglang.memory import read_ledger
+from logforensics._dialects.sglang.memory import SglangMemory, read_ledger, sglang_part
 from logforensics._dialects.sglang.sizing import (
     kv_rest_gib,
     mamba_per_request_gib,
@@ -273,14 +274,16 @@ def test_ledger_tp2_one_rank_short():
 
 def test_ledger_hybrid_mamba_extra_buffer():
     led = ledger_of("mamba_slot_exhaustion__qwen3_next_extra_buffer.log")
-    assert led.hybrid and led.mamba_strategy == "extra_buffer"
-    assert (led.mamba_slots, led.slots_per_request, led.mamba_requests_fit) == (271, 5, 54)
+    sg = sglang_part(led)
+    assert led.hybrid and sg.mamba_strategy == "extra_buffer"
+    assert (sg.mamba_slots, sg.slots_per_request, sg.mamba_requests_fit) == (271, 5, 54)
     data = led.to_json()["mamba"]
     assert data["per_slot_gib"] == round(4.89 / 272, 4) and data["mamba_full_memory_ratio"] == 0.2
     healthy = ledger_of("none__healthy_hybrid_mamba.log")
     # "max_running_requests is capped to 154 … 5 state slots per request": SGLang's own figure wins
-    assert (healthy.mamba_slots, healthy.slots_per_request, healthy.mamba_requests_fit) == (773, 5, 154)
-    assert healthy.slots_per_request_source == "from SGLang's own line"
+    hs = sglang_part(healthy)
+    assert (hs.mamba_slots, hs.slots_per_request, hs.mamba_requests_fit) == (773, 5, 154)
+    assert hs.slots_per_request_source == "from SGLang's own line"
 
 
 def test_ledger_oom_at_each_phase():
@@ -302,6 +305,18 @@ def test_ledger_dp_ranks():
     led = ledger_of("none__healthy_dp2_attention.log")
     assert [r.rank for r in led.ranks] == ["DP0 TP0", "DP1 TP1"]
     assert [label for label, _ in led.groups()] == ["DP0 TP0, DP1 TP1"]  # identical figures: one column
+
+
+def test_the_generic_ledger_names_no_server_and_one_schema_serves_all():
+    """SGLang's settings live in its part (``Ledger.server``); every ledger's JSON has the same keys."""
+    names = {f.name for f in dataclasses.fields(memory.Ledger)}
+    assert not [n for n in names if any(w in n for w in ("mamba", "fraction", "mfs", "sglang", "radix"))]
+    sglang = ledger_of("mamba_slot_exhaustion__qwen3_next_extra_buffer.log")
+    assert isinstance(sglang.server, SglangMemory) and sglang.setting("mem_fraction_static") is not None
+    vllm = ledger_of("vllm/weight_load_oom_model_too_large__v1_033_shards.log")
+    assert vllm.server is None and vllm.setting("mem_fraction_static") is None
+    assert set(sglang.to_json()) == set(vllm.to_json()) >= set(memory.ledger.SERVER_JSON_KEYS)
+    assert vllm.to_json()["mem_fraction_static"] is None and sglang.to_json()["mamba"]["slots"] == 271
 
 
 def test_ledger_not_touched_for_argument_errors():
@@ -441,8 +456,8 @@ def test_each_run_keeps_its_own_ledger_built_once():
     first = Run(index=1, first_line=1, args={"mem_fraction_static": 0.8})
     second = Run(index=1, first_line=1, args={"mem_fraction_static": 0.9})
     ledger = build_ledger(first)
-    assert build_ledger(second).mem_fraction_static == 0.9
-    assert build_ledger(first) is ledger and ledger.mem_fraction_static == 0.8
+    assert build_ledger(second).setting("mem_fraction_static") == 0.9
+    assert build_ledger(first) is ledger and ledger.setting("mem_fraction_static") == 0.8
     first.args["tp_size"] = 2  # the run grew (a followed log): read again
     assert build_ledger(first) is not ledger and build_ledger(first).tp_size == 2
 

@@ -3,8 +3,10 @@
 A ``Ledger`` holds one ``RankLedger`` per rank: GPU total, memory used before the weights,
 weights, KV cache, Mamba state cache, CUDA graphs, the serving budget, and the free memory after
 each step; the torch OOMs (``OOMRecord``) of the run; and the figures the memory fixes are
-computed from. A step the log does not show is *unknown*, a step the run never reached is *not
-reached*: nothing is invented. The dialect fills it from its own lines
+computed from. What only one server has (SGLang's static fraction, its Mamba pool) is that
+server's part of the ledger (``Ledger.server``, a ``ServerPart`` its dialect defines). A step
+the log does not show is *unknown*, a step the run never reached is *not reached*: nothing is
+invented. The dialect fills it from its own lines
 (``dialects/<name>/memory.py``); ``memory.build_ledger`` asks for it once per run.
 Everything is GiB.
 """
@@ -12,9 +14,9 @@ Everything is GiB.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .torch_oom import OOM_TEXT, TorchOOM, best_oom
 from .units import number, rounded
@@ -29,6 +31,29 @@ STEP_LABEL = {"init": "before weights", "weights": "weights", "kv_cache": "KV ca
 PHASE_STEP = {"init": "init", "weights": "weights", "kv_alloc": "kv_cache", "cuda_graph": "cuda_graphs",
               "warmup": "serving", "ready": "serving", "serving": "serving"}
 _TAG_TOKEN = re.compile(r"([A-Z_]+)(\d+)")
+
+
+# Keys of every ledger's JSON (``runs[].memory``, docs/memory.md) that a server's part fills: the
+# schema is one for every server, so a ledger without them (torch's alone, vLLM's) has them null.
+# Schema names from the days the ledger was SGLang's; a server's part may add keys of its own.
+SERVER_JSON_KEYS = ("mem_fraction_static", "mem_fraction_static_source", "static_gib", "outside_static_gib", "mamba")
+
+
+class ServerPart(Protocol):
+    """A server's own part of a ledger, set by its dialect's reader (SGLang's: its static
+    fraction and Mamba pool, ``_dialects/sglang/memory.py``)."""
+
+    def settings(self) -> Mapping[str, Any]:
+        """The server's memory settings under its own names."""
+        ...
+
+    def title_note(self) -> str | None:
+        """What the ledger's title says of them (``None``: nothing)."""
+        ...
+
+    def to_json(self, ledger: Ledger) -> dict[str, Any]:
+        """The keys it adds to the ledger's JSON."""
+        ...
 
 
 @dataclass
@@ -208,27 +233,16 @@ class Ledger:
     touched: bool
     phase: str
     ranks: list[RankLedger] = field(default_factory=list)
-    mem_fraction_static: float | None = None
-    # the server's name for the static fraction, set by a dialect whose ledger reads one
-    # (SGLang's "mem_fraction_static"); None: the title says nothing of it
-    static_fraction_name: str | None = None
-    mfs_source: str | None = None
     tp_size: int | None = None
     ooms: list[OOMRecord] = field(default_factory=list)
-    hybrid: bool = False
-    mamba_strategy: str | None = None
-    mamba_full_memory_ratio: float | None = None
-    max_mamba_cache_size_arg: int | None = None
-    slots_per_request: int | None = None
-    slots_per_request_source: str | None = None
-    disable_radix_cache: bool = False
+    hybrid: bool = False  # the model keeps a state (Mamba) cache beside the KV cache
     unbalanced_note: str | None = None
-    sglang_mamba: dict[str, Any] = field(default_factory=dict)  # figures from SGLang's Mamba errors
     quantized: bool = False  # --quantization set or a quantized checkpoint name
-    # figures the dialect's sizing formulas derive (``None``: an input is not in the log)
-    kv_rest: float | None = None  # KV room the static fraction leaves (may be ≤ 0: no room)
-    mamba_per_slot_gib: float | None = None
-    mamba_requests_fit: int | None = None
+    # the room the server's sizing leaves the KV cache (≤ 0: none; ``None``: an input is not in the log)
+    kv_rest: float | None = None
+    # the server's own part (its settings and figures, set by its dialect's reader: SGLang's static
+    # fraction and Mamba pool); ``None`` for a ledger read from torch's messages alone
+    server: ServerPart | None = None
     error: str | None = None  # set when the ledger could not be built (a bug in logx, not in the log)
 
     # — figures across ranks (SGLang takes the minimum over ranks) ———————————————————
@@ -297,18 +311,16 @@ class Ledger:
         step = PHASE_STEP.get(self.phase)
         return STEPS.index(step) if step else -1
 
-    @property
-    def mamba_slots(self) -> int | None:
-        values = [r.mamba_slots for r in self.ranks if r.mamba_slots is not None]
-        if not values and isinstance(self.sglang_mamba.get("slots"), int):
-            return self.sglang_mamba["slots"]
-        return min(values) if values else None
-
     def rank(self, tag: str) -> RankLedger | None:
         for r in self.ranks:
             if r.rank == tag:
                 return r
         return None
+
+    def setting(self, name: str) -> Any:
+        """A memory setting under the server's own name (SGLang's ``mem_fraction_static``), as
+        its reader found it; ``None`` when the server has no such setting or the log does not say."""
+        return self.server.settings().get(name) if self.server is not None else None
 
     def groups(self) -> list[tuple[str, RankLedger]]:
         """Ranks with identical figures collapsed into one column (``TP0–TP3``)."""
@@ -327,29 +339,19 @@ class Ledger:
         return [(_collapse(labels), first) for labels, first, _ in out]
 
     def to_json(self) -> dict[str, Any]:
-        pre, pre_source = self.pre_gib, self.pre_for_formulas[1]
-        mfs = self.mem_fraction_static
         total, total_source = self.gpu_total
         out: dict[str, Any] = {
             "status": self.status, "touched": self.touched or bool(self.ooms), "unit": "GiB",
             "gpu_total_gib": rounded(total), "gpu_total_source": total_source,
-            "mem_fraction_static": mfs, "mem_fraction_static_source": self.mfs_source,
-            "pre_model_load_gib": rounded(pre), "pre_model_load_source": pre_source,
-            "static_gib": rounded(pre * mfs) if pre is not None and mfs is not None else None,
-            "outside_static_gib": rounded(pre * (1 - mfs)) if pre is not None and mfs is not None else None,
+            "pre_model_load_gib": rounded(self.pre_gib), "pre_model_load_source": self.pre_for_formulas[1],
             "kv_room_gib": rounded(self.kv_rest),
             "ranks": [r.to_json(self.run_reached, self.hybrid) for r in self.ranks],
             "oom": self.oom.to_json() if self.oom else None,
             "unbalanced": self.unbalanced_note,
-            "mamba": None if not self.hybrid else {
-                "strategy": self.mamba_strategy, "slots": self.mamba_slots,
-                "slots_per_request": self.slots_per_request,
-                "slots_per_request_source": self.slots_per_request_source,
-                "per_slot_gib": rounded(self.mamba_per_slot_gib, 4),
-                "requests_fit": self.mamba_requests_fit,
-                "mamba_full_memory_ratio": self.mamba_full_memory_ratio,
-                "max_mamba_cache_size": self.max_mamba_cache_size_arg},
         }
+        out.update(dict.fromkeys(SERVER_JSON_KEYS))
+        if self.server is not None:
+            out.update(self.server.to_json(self))
         return out
 
 

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._dialects.sglang.fixes import mamba_sentence
+from .._dialects.sglang.memory import sglang_part
 from .._dialects.sglang.sizing import mamba_requests_fit
 from .._memory.facts import oom_sentence
 from .._memory.ledger import STEP_LABEL, STEPS, Ledger, RankLedger
@@ -58,9 +59,10 @@ def _cell(r: RankLedger, step: str, ledger: Ledger) -> str:
         return f"{size}{tokens}"
     if step == "mamba_cache":
         per = ""
-        if ledger.slots_per_request and r.mamba_slots is not None:
-            fit = mamba_requests_fit(r.mamba_slots, ledger.slots_per_request)
-            per = f", {ledger.slots_per_request}/req → {fit} req"
+        per_request = sglang_part(ledger).slots_per_request
+        if per_request and r.mamba_slots is not None:
+            fit = mamba_requests_fit(r.mamba_slots, per_request)
+            per = f", {per_request}/req → {fit} req"
         slots = f", {r.mamba_slots} slots" if r.mamba_slots is not None else ""
         return f"{gib_text(r.mamba_gib)}{slots}{per}"
     if step == "pools":
@@ -132,12 +134,11 @@ def render_ledger(ledger: Ledger, bars: bool = False) -> list:
     """The ledger as rich renderables: a compact table (one column per group of identical
     ranks), the static-fraction and KV-room arithmetic, and, on a terminal, one bar per rank."""
     out: list = []
-    mfs = ledger.mem_fraction_static
     title = Text("Memory", style="bold")
     title.append(" (GiB per GPU; used → free after", style="dim")
-    name = ledger.static_fraction_name
-    if name is not None:  # a server without a static fraction (vLLM) is not told it lacks one
-        title.append(f"; {name}={frac(mfs)}" if mfs is not None else f"; {name} unknown", style="dim")
+    note = ledger.server.title_note() if ledger.server is not None else None
+    if note is not None:  # a server without a static fraction (vLLM) is not told it lacks one
+        title.append(f"; {note}", style="dim")
     title.append(")", style="dim")
     out.append(title)
     if ledger.status == "not touched":
@@ -196,7 +197,8 @@ def ledger_lines(ledger: Ledger) -> list[str]:
     """The ledger's arithmetic, one sentence per line (used under the table)."""
     lines = []
     pre, _ = ledger.pre_for_formulas
-    mfs = ledger.mem_fraction_static
+    sg = sglang_part(ledger)
+    mfs = sg.mem_fraction_static
     if pre is not None and mfs is not None and ledger.pre_gib is not None:
         lines.append(f"Static pools (weights + KV{' + Mamba' if ledger.hybrid else ''}) may use pre×mfs = "
                      f"{pre:.2f}×{frac(mfs)} = {pre * mfs:.2f}; outside them (CUDA graphs, activations) "
@@ -206,7 +208,7 @@ def ledger_lines(ledger: Ledger) -> list[str]:
         after = ledger.avail_after_weights_gib
         lines.append(f"KV room: rest = avail_after_weights − pre×(1−mfs) = {after:.2f} − {pre:.2f}×(1−{frac(mfs)}) "
                      f"= {gib_text(rest)}.")
-    if ledger.hybrid and ledger.mamba_slots is not None:
+    if ledger.hybrid and sg.mamba_slots is not None:
         lines.append(mamba_sentence(ledger))
     if ledger.oom is not None:
         lines.append(oom_sentence(ledger.oom))

@@ -10,6 +10,7 @@ from typing import Any
 from ..._memory.build import build_ledger
 from ..._memory.ledger import Ledger
 from ..._memory.units import frac, gib_text, number, put_figure
+from .memory import sglang_part
 from .sizing import (
     GRAPH_FLOOR_SHARE,
     MFS_CAP,
@@ -36,9 +37,10 @@ from .sizing import (
 def kv_room_sentence(ledger: Ledger) -> str:
     """``rest = avail_after_weights − pre×(1−mfs)`` with the log's numbers, the minimum viable
     fraction, and a re-checked ``--mem-fraction-static`` suggestion (or what is unknown)."""
+    sg = sglang_part(ledger)
     pre, pre_source = ledger.pre_for_formulas
     after = ledger.avail_after_weights_gib
-    mfs = ledger.mem_fraction_static
+    mfs = sg.mem_fraction_static
     if after is None or pre is None:
         missing = []
         if after is None:
@@ -118,13 +120,14 @@ def weights_budget_sentence(ledger: Ledger) -> str:
 def graph_sentence(ledger: Ledger, flag: str) -> str:
     """CUDA graph capture headroom: what capture had and needed, and how much to give back from
     the static fraction (``suggest_mfs_for_graphs``), re-checked, or the capture-size flag."""
+    sg = sglang_part(ledger)
     oom_rec = ledger.oom
     r = ledger.rank(oom_rec.tag) if oom_rec is not None else None
     if r is None or r.graph_begin_avail_gib is None:
         cands = [x for x in ledger.ranks if x.graph_begin_avail_gib is not None]
         r = cands[0] if cands else r
     pre, pre_source = ledger.pre_for_formulas
-    mfs = ledger.mem_fraction_static
+    mfs = sg.mem_fraction_static
     begin = r.graph_begin_avail_gib if r is not None else None
     if begin is None and r is not None:
         begin = r.avail_after_pools_gib
@@ -172,13 +175,14 @@ def graph_sentence(ledger: Ledger, flag: str) -> str:
 
 def serving_sentence(ledger: Ledger) -> str:
     """Runtime (activation) OOM: the shortfall and the static fraction that frees it."""
+    sg = sglang_part(ledger)
     rec = ledger.oom
     if rec is None or rec.oom.requested_gib is None or rec.oom.free_gib is None:
         return ("The OOM's figures are not in the log; lower --mem-fraction-static by 0.02-0.05 "
                 "for activation headroom.")
     o = rec.oom
     pre, pre_source = ledger.pre_for_formulas
-    mfs = ledger.mem_fraction_static
+    mfs = sg.mem_fraction_static
     short = o.requested_gib - o.free_gib  # type: ignore[operator]
     r = ledger.rank(rec.tag)
     after = None
@@ -200,35 +204,37 @@ def serving_sentence(ledger: Ledger) -> str:
 def mamba_sentence(ledger: Ledger) -> str:
     """How many requests the Mamba pool holds: ``K // slots_per_request``, per-slot size, and
     the flags that would hold more (re-computed with SGLang's sizing)."""
-    k = ledger.mamba_slots
-    ratio = ledger.slots_per_request
-    sg = ledger.sglang_mamba
-    if "rest_gib" in sg:
-        per_mib = sg["per_request_mib"]
-        fits = sg["rest_gib"] * 1024 / per_mib if per_mib else 0.0
-        return (f"SGLang had rest = {sg['rest_gib']:.2f} GiB left for the KV and Mamba pools after the weights "
+    sg = sglang_part(ledger)
+    k = sg.mamba_slots
+    ratio = sg.slots_per_request
+    errors = sg.mamba_from_errors
+    if "rest_gib" in errors:
+        per_mib = errors["per_request_mib"]
+        fits = errors["rest_gib"] * 1024 / per_mib if per_mib else 0.0
+        return (f"SGLang had rest = {errors['rest_gib']:.2f} GiB left for the KV and Mamba pools after the weights "
                 f"(rest = avail_after_weights − pre×(1−mfs)); one request's Mamba state is {per_mib:.2f} MiB, so "
                 f"even all of rest holds only {fits:.1f} states before the KV share and speculative-decoding "
-                f"copies are taken out: it computed K = {gib_text(sg['slots']).split('.')[0]} slots. "
+                f"copies are taken out: it computed K = {gib_text(errors['slots']).split('.')[0]} slots. "
                 "Raising --mem-fraction-static by Δ adds pre×Δ GiB to rest.")
     if k is None:
         return ("The Mamba pool's size is not in the log (no 'Mamba Cache is allocated' line), so the "
                 "requests it holds cannot be computed.")
-    per = ledger.mamba_per_slot_gib
+    per = sg.mamba_per_slot_gib
     per_text = f" of {per * 1024:.1f} MiB each ((conv+ssm)/(K+1))" if per is not None else ""
-    strategy = ledger.mamba_strategy or "unknown"
+    strategy = sg.mamba_strategy or "unknown"
     if not ratio:
         return (f"Mamba pool: K = {k} slots{per_text}; slots per request unknown (strategy {strategy}: "
                 "no_buffer holds 3, extra_buffer with overlap 5).")
     fit = mamba_requests_fit(k, ratio)
     return (f"Mamba pool: K = {k} slots{per_text}; {ratio} slots per running request "
-            f"({ledger.slots_per_request_source}) → K // {ratio} = {fit} requests fit.")
+            f"({sg.slots_per_request_source}) → K // {ratio} = {fit} requests fit.")
 
 
 def mamba_fix_sentence(ledger: Ledger, strategy_flag: str) -> str:
     """Concrete values for --mamba-full-memory-ratio / --max-mamba-cache-size that double the
     requests the pool holds, with their cost in KV memory."""
-    k, ratio, per = ledger.mamba_slots, ledger.slots_per_request, ledger.mamba_per_slot_gib
+    sg = sglang_part(ledger)
+    k, ratio, per = sg.mamba_slots, sg.slots_per_request, sg.mamba_per_slot_gib
     if k is None or not ratio:
         return ""
     fit = mamba_requests_fit(k, ratio)
@@ -242,9 +248,9 @@ def mamba_fix_sentence(ledger: Ledger, strategy_flag: str) -> str:
     if extra is not None and kv_now is not None:
         cost = f" (+{extra:.2f} GiB taken from the KV pool: {kv_now:.2f} → {kv_now - extra:.2f} GiB)"
         out[-1] = f"`--max-mamba-cache-size {target_k}`{cost}"
-    r = ledger.mamba_full_memory_ratio
+    r = sg.mamba_full_memory_ratio
     rest = ledger.kv_rest
-    if r is not None and ledger.max_mamba_cache_size_arg is None:
+    if r is not None and sg.max_mamba_cache_size_arg is None:
         r2 = suggest_mamba_full_memory_ratio(k, r, target_k)
         if r2 is not None:
             kv = ""
@@ -259,7 +265,7 @@ def mamba_fix_sentence(ledger: Ledger, strategy_flag: str) -> str:
     if ratio > 1:
         text += (f" `--disable-radix-cache` makes it 1 slot per request ({k} requests), at the cost of prefix "
                  "caching")
-        if ledger.mamba_strategy and ledger.mamba_strategy.startswith("extra_buffer"):
+        if sg.mamba_strategy and sg.mamba_strategy.startswith("extra_buffer"):
             text += f"; `{strategy_flag} no_buffer` holds 3 per request ({k // 3} requests)"
         text += "."
     return text
@@ -299,13 +305,14 @@ def memory_facts(run: Any, facts: dict[str, Any]) -> dict[str, Any]:
     ``{suggested_tp_size}``, …). ``facts`` (the run's so far) names the flags of the run's
     release; a value it already holds (a flag the log set) is not replaced."""
     ledger = build_ledger(run)
+    sg = sglang_part(ledger)
     out: dict[str, Any] = {}
     pre, _ = ledger.pre_for_formulas
     after = ledger.avail_after_weights_gib
     if after is not None and pre is not None:
         put_figure(out, "min_viable_mem_fraction_static", min_viable_mem_fraction_static(after, pre), 3)
         s = suggest_mem_fraction_static(after, pre)
-        mfs = ledger.mem_fraction_static
+        mfs = sg.mem_fraction_static
         if s is not None and (mfs is None or s.value > mfs):  # raising it is the fix
             put_figure(out, "suggested_mem_fraction_static", s.value)
             put_figure(out, "suggested_mfs_kv_room_gib", s.kv_room_gib)
@@ -320,9 +327,9 @@ def memory_facts(run: Any, facts: dict[str, Any]) -> dict[str, Any]:
         out["mamba_arithmetic"] = mamba_sentence(ledger)
         out["mamba_fix"] = mamba_fix_sentence(ledger, str(facts.get("mamba_strategy_flag")
                                                           or "--mamba-radix-cache-strategy"))
-        put_figure(out, "mamba_requests_fit", ledger.mamba_requests_fit)
-        put_figure(out, "mamba_slots", ledger.mamba_slots)
-        put_figure(out, "mamba_slots_per_request", ledger.slots_per_request)
+        put_figure(out, "mamba_requests_fit", sg.mamba_requests_fit)
+        put_figure(out, "mamba_slots", sg.mamba_slots)
+        put_figure(out, "mamba_slots_per_request", sg.slots_per_request)
     else:
         out["mamba_arithmetic"] = "The Mamba pool's figures are not in the log."
         out["mamba_fix"] = ""

@@ -12,12 +12,14 @@ the Mamba pool's capacity with SGLang's formulas (``sizing.py``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..._memory.build import build_ledger
 from ..._memory.ledger import STEPS, Ledger, RankLedger, attach_tracebacks, rank_label, rank_sort_key
 from ..._memory.torch_oom import other_threshold_gib
-from ..._memory.units import number
+from ..._memory.units import frac, number, rounded
 from .sizing import kv_rest_gib, mamba_per_request_gib, mamba_requests_fit, mamba_slots_per_request
 
 if TYPE_CHECKING:
@@ -37,6 +39,54 @@ _MAMBA_POOL_SIZE = re.compile(r"mamba_pool\.size=(\d+)")
 _MFS_IN_TEXT = re.compile(r"mem_fraction_static=(\d+(?:\.\d+)?)|--mem-fraction-static=(\d+(?:\.\d+)?)")
 
 
+@dataclass
+class SglangMemory:
+    """SGLang's part of a run's ledger (``Ledger.server``): ``--mem-fraction-static`` and the
+    Mamba pool's settings, the figures SGLang prints only inside its own errors, and what its
+    sizing formulas derive from them."""
+
+    mem_fraction_static: float | None = None
+    mfs_source: str | None = None  # "server_args" or "error message"
+    mamba_strategy: str | None = None
+    mamba_full_memory_ratio: float | None = None
+    max_mamba_cache_size_arg: int | None = None
+    disable_radix_cache: bool = False
+    slots_per_request: int | None = None
+    slots_per_request_source: str | None = None
+    mamba_from_errors: dict[str, Any] = field(default_factory=dict)  # figures of SGLang's Mamba errors
+    mamba_slots: int | None = None  # K, min over ranks (else from SGLang's errors)
+    mamba_per_slot_gib: float | None = None
+    mamba_requests_fit: int | None = None
+
+    def settings(self) -> Mapping[str, Any]:
+        return {"mem_fraction_static": self.mem_fraction_static}
+
+    def title_note(self) -> str | None:
+        mfs = self.mem_fraction_static
+        return f"mem_fraction_static={frac(mfs)}" if mfs is not None else "mem_fraction_static unknown"
+
+    def to_json(self, ledger: Ledger) -> dict[str, Any]:
+        pre, mfs = ledger.pre_gib, self.mem_fraction_static
+        return {
+            "mem_fraction_static": mfs, "mem_fraction_static_source": self.mfs_source,
+            "static_gib": rounded(pre * mfs) if pre is not None and mfs is not None else None,
+            "outside_static_gib": rounded(pre * (1 - mfs)) if pre is not None and mfs is not None else None,
+            "mamba": None if not ledger.hybrid else {
+                "strategy": self.mamba_strategy, "slots": self.mamba_slots,
+                "slots_per_request": self.slots_per_request,
+                "slots_per_request_source": self.slots_per_request_source,
+                "per_slot_gib": rounded(self.mamba_per_slot_gib, 4),
+                "requests_fit": self.mamba_requests_fit,
+                "mamba_full_memory_ratio": self.mamba_full_memory_ratio,
+                "max_mamba_cache_size": self.max_mamba_cache_size_arg},
+        }
+
+
+def sglang_part(ledger: Ledger) -> SglangMemory:
+    """SGLang's part of ``ledger`` (an empty one for a ledger SGLang's reader did not fill)."""
+    return ledger.server if isinstance(ledger.server, SglangMemory) else SglangMemory()
+
+
 def _hybrid_hint(run: Any) -> bool:
     """A hybrid model by its class (the dialect's facts) or by what its errors say."""
     if run.dialect.facts.hybrid_model(run.model_class):
@@ -48,11 +98,11 @@ def read_ledger(run: Any) -> Ledger:
     """The run's ledger from its SGLang memory events and its tracebacks (torch OOMs, the
     phase each rank failed in, the figures of SGLang's own memory errors)."""
     args = run.args
-    ledger = Ledger(run_index=run.index, touched=run.memory_touched, phase=run.phase,
-                    static_fraction_name="mem_fraction_static")
+    sg = SglangMemory()
+    ledger = Ledger(run_index=run.index, touched=run.memory_touched, phase=run.phase, server=sg)
     mfs = number(args.get("mem_fraction_static"))
     if mfs is not None:
-        ledger.mem_fraction_static, ledger.mfs_source = mfs, "server_args"
+        sg.mem_fraction_static, sg.mfs_source = mfs, "server_args"
     tp = args.get("tp_size")
     ledger.tp_size = tp if isinstance(tp, int) else None
     ledger.quantized = bool(args.get("quantization")) or bool(
@@ -151,21 +201,24 @@ def read_ledger(run: Any) -> Ledger:
     # — --mem-fraction-static from SGLang's own message when server_args is not in the log
     for tb in run.tracebacks:
         m = _MFS_IN_TEXT.search(tb.message or "")
-        if m and ledger.mem_fraction_static is None:
-            ledger.mem_fraction_static = float(m.group(1) or m.group(2))
-            ledger.mfs_source = "error message"
+        if m and sg.mem_fraction_static is None:
+            sg.mem_fraction_static = float(m.group(1) or m.group(2))
+            sg.mfs_source = "error message"
         text = tb.message or ""
         if m3 := _MAMBA_NO_ROOM.search(text):
-            ledger.sglang_mamba.update(slots=int(m3.group(1)), rest_gib=float(m3.group(2)),
+            sg.mamba_from_errors.update(slots=int(m3.group(1)), rest_gib=float(m3.group(2)),
                                        per_request_mib=float(m3.group(3)), line=tb.first_line)
         if m4 := _MAMBA_TOO_SMALL.search(text):
-            ledger.sglang_mamba.update(slots=int(m4.group(1)), ratio=int(m4.group(2)),
+            sg.mamba_from_errors.update(slots=int(m4.group(1)), ratio=int(m4.group(2)),
                                        max_num_reqs=int(m4.group(3)))
-        if (m5 := _MAMBA_POOL_SIZE.search(text)) and "slots" not in ledger.sglang_mamba:
-            ledger.sglang_mamba["slots"] = int(m5.group(1))
-    _mamba(run, ledger)
+        if (m5 := _MAMBA_POOL_SIZE.search(text)) and "slots" not in sg.mamba_from_errors:
+            sg.mamba_from_errors["slots"] = int(m5.group(1))
+    slots = [r.mamba_slots for r in ledger.ranks if r.mamba_slots is not None]
+    from_errors = sg.mamba_from_errors.get("slots")
+    sg.mamba_slots = min(slots) if slots else from_errors if isinstance(from_errors, int) else None
+    _mamba(run, ledger, sg)
     _unbalanced(run, ledger)
-    _derive(ledger)
+    _derive(ledger, sg)
     return ledger
 
 
@@ -174,53 +227,53 @@ def _graph_capture_failed(tb: Traceback) -> str | None:
     return "cuda_graph" if "graph failed" in " ".join(e.message for e in tb.exceptions) else None
 
 
-def _derive(ledger: Ledger) -> None:
+def _derive(ledger: Ledger, sg: SglangMemory) -> None:
     """The figures SGLang's formulas give from the logged ones: the KV room
     ``rest = after − pre×(1−mfs)`` (logged figures only), one Mamba slot's size and how many
     requests the pool holds."""
-    pre, after, mfs = ledger.pre_gib, ledger.avail_after_weights_gib, ledger.mem_fraction_static
+    pre, after, mfs = ledger.pre_gib, ledger.avail_after_weights_gib, sg.mem_fraction_static
     if pre is not None and after is not None and mfs is not None:
         ledger.kv_rest = kv_rest_gib(after, pre, mfs)
     for r in ledger.ranks:
         if r.mamba_slots is not None and r.mamba_conv_gib is not None and r.mamba_ssm_gib is not None:
-            ledger.mamba_per_slot_gib = mamba_per_request_gib(r.mamba_conv_gib, r.mamba_ssm_gib, r.mamba_slots)
+            sg.mamba_per_slot_gib = mamba_per_request_gib(r.mamba_conv_gib, r.mamba_ssm_gib, r.mamba_slots)
             break
-    if ledger.mamba_slots is not None and ledger.slots_per_request:
-        ledger.mamba_requests_fit = mamba_requests_fit(ledger.mamba_slots, ledger.slots_per_request)
+    if sg.mamba_slots is not None and sg.slots_per_request:
+        sg.mamba_requests_fit = mamba_requests_fit(sg.mamba_slots, sg.slots_per_request)
 
 
-def _mamba(run: Any, ledger: Ledger) -> None:
+def _mamba(run: Any, ledger: Ledger, sg: SglangMemory) -> None:
     args = run.args
     has_events = any(r.mamba_slots is not None or r.mamba_gib is not None for r in ledger.ranks)
     ledger.hybrid = has_events or _hybrid_hint(run)
     if not ledger.hybrid:
         return
     strategy = args.get("mamba_radix_cache_strategy") or args.get("mamba_scheduler_strategy")
-    ledger.mamba_strategy = strategy if isinstance(strategy, str) else None
-    ledger.disable_radix_cache = bool(args.get("disable_radix_cache"))
-    ledger.mamba_full_memory_ratio = number(args.get("mamba_full_memory_ratio"))
+    sg.mamba_strategy = strategy if isinstance(strategy, str) else None
+    sg.disable_radix_cache = bool(args.get("disable_radix_cache"))
+    sg.mamba_full_memory_ratio = number(args.get("mamba_full_memory_ratio"))
     size = args.get("max_mamba_cache_size")
-    ledger.max_mamba_cache_size_arg = size if isinstance(size, int) else None
+    sg.max_mamba_cache_size_arg = size if isinstance(size, int) else None
     logged = [r.mamba_slots_per_request_logged for r in ledger.ranks if r.mamba_slots_per_request_logged]
-    if isinstance(ledger.sglang_mamba.get("ratio"), int):
-        logged.append(ledger.sglang_mamba["ratio"])
+    if isinstance(sg.mamba_from_errors.get("ratio"), int):
+        logged.append(sg.mamba_from_errors["ratio"])
     if logged:
-        ledger.slots_per_request, ledger.slots_per_request_source = logged[0], "from SGLang's own line"
+        sg.slots_per_request, sg.slots_per_request_source = logged[0], "from SGLang's own line"
         return
-    ratio = mamba_slots_per_request(ledger.mamba_strategy, ledger.disable_radix_cache,
+    ratio = mamba_slots_per_request(sg.mamba_strategy, sg.disable_radix_cache,
                                     overlap=not args.get("disable_overlap_schedule"))
     if ratio is not None:
-        source = "--disable-radix-cache" if ledger.disable_radix_cache else f"strategy {ledger.mamba_strategy}"
-        ledger.slots_per_request, ledger.slots_per_request_source = ratio, source
+        source = "--disable-radix-cache" if sg.disable_radix_cache else f"strategy {sg.mamba_strategy}"
+        sg.slots_per_request, sg.slots_per_request_source = ratio, source
         return
-    k = ledger.mamba_slots
+    k = sg.mamba_slots
     mrr = next((r.budget.get("max_running_requests") for r in ledger.ranks
                 if r.budget and isinstance(r.budget.get("max_running_requests"), int)), None)
     if k and mrr:
         fits = [c for c in (5, 4, 3, 1) if k // c == mrr]
         if len(fits) == 1:
-            ledger.slots_per_request = fits[0]
-            ledger.slots_per_request_source = f"inferred: max_mamba_cache_size {k} // max_running_requests {mrr}"
+            sg.slots_per_request = fits[0]
+            sg.slots_per_request_source = f"inferred: max_mamba_cache_size {k} // max_running_requests {mrr}"
 
 
 def _unbalanced(run: Any, ledger: Ledger) -> None:
@@ -273,8 +326,9 @@ def _figures_leave_no_kv_room(run: Any) -> list[tuple[int, str]] | None:
         if found:
             lowest = min(found, key=lambda pair: pair[0])[1]
             evidence.append((lowest.number, lowest.line.text))
-    if ledger.mfs_source == "server_args" and run.args_line is not None:
-        evidence.insert(0, (run.args_line, f"server_args: mem_fraction_static={ledger.mem_fraction_static}"))
+    sg = sglang_part(ledger)
+    if sg.mfs_source == "server_args" and run.args_line is not None:
+        evidence.insert(0, (run.args_line, f"server_args: mem_fraction_static={sg.mem_fraction_static}"))
     return evidence
 
 
