@@ -243,9 +243,37 @@ def _search(pattern, text: str, may_be_cut: bool) -> tuple[Any, bool] | None:
         if cut.endswith(tail):
             cut = cut[: -len(tail)].rstrip()
     m = timed_search(pattern, cut, partial=True)
-    if m is not None and m.partial and m.end() >= len(cut) and m.end() - m.start() >= MIN_PARTIAL_CHARS:
+    if m is not None and m.partial and m.end() >= len(cut) \
+            and _words_before_the_cut(pattern, cut, m.start()) >= MIN_PARTIAL_CHARS:
         return m, True
     return None
+
+
+_NO_WORD = "\x01"  # a character none of a pattern's words contains
+
+
+def _words_before_the_cut(pattern, cut: str, start: int) -> int:
+    """How much of a partial match the pattern's words matched, not a gap or hole of it
+    (``[^\n]{0,60}``, ``\\S+``) that the cut fell into: a gap also takes a character no word has,
+    so the shortest prefix that still matches with that character after it is where the gap
+    began. "init_cpu_threads_env and shared memory based AllReduce is " matched only "cpu" of
+    "CPU ... does not support AVX512"; "waitForInput: poll for socket SocketImpl(fd=100, addr=["
+    matched its words up to the address."""
+
+    def in_gap(k: int) -> bool:
+        m = timed_search(pattern, cut[:k] + _NO_WORD, partial=True)
+        return m is not None and m.partial and m.start() == start
+
+    if not in_gap(len(cut)):
+        return len(cut) - start  # the cut fell inside a word: all of it is the pattern's words
+    lo, hi = start, len(cut)  # the gap begins in (lo, hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if in_gap(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi - start
 
 
 def _search_message(pattern, message: str, may_be_cut: bool) -> tuple[Any, bool] | None:
@@ -373,7 +401,7 @@ class Matcher:
         line_specs = self.catalog.line_specs
         if not msg:
             return []
-        cut = may_be_cut or event.line.truncated or not event.line.eol
+        cut = may_be_cut or event.line.truncated or not event.line.eol or event.line.at_width
         literals = self._literals
         if literals is None or len(literals) != len(line_specs):
             literals = self._literals = [required_literals(spec.line) for _, spec in line_specs]

@@ -95,6 +95,7 @@ class LogLine:
     level: str | None = None  # INFO/WARNING/… when the line carries one (uvicorn, logging)
     truncated: bool = False  # cut at the line-length cap by the source
     eol: bool = True  # False when the input ended inside this line (no newline)
+    at_width: bool = False  # as long as the paste's widest lines: a terminal may have cut it there
 
     @property
     def stream(self) -> str:
@@ -155,6 +156,31 @@ def visible_text(data: bytes) -> str:
     if "\x00" in text:
         text = text.replace("\x00", "")
     return text
+
+
+class PasteWidth:
+    """The width a paste was cut at: a log copied from a terminal (or ``cut -c``) has its long
+    lines all cut at one length. Once ``MIN_LINES`` different lines have the longest length seen
+    (at least ``MIN_WIDTH`` columns), a line of that length may have lost its end."""
+
+    MIN_LINES = 3
+    MIN_WIDTH = 60
+
+    def __init__(self) -> None:
+        self.width = 0
+        self._seen: set[int] = set()  # hashes of the different lines at that width (up to MIN_LINES)
+
+    def at_width(self, text: str) -> bool:
+        n = len(text)
+        if n < self.width or n < self.MIN_WIDTH:
+            return False
+        if n > self.width:
+            self.width, self._seen = n, {hash(text)}
+            return False
+        seen = self._seen
+        if len(seen) < self.MIN_LINES:
+            seen.add(hash(text))
+        return len(seen) >= self.MIN_LINES
 
 
 def decode(raw: RawLine, prefix: ServerPrefix) -> LogLine:

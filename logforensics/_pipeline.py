@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from ._dialects import DEFAULT, DETECT_LINES, DIALECTS, Dialect, detect
 from ._events import Event, Tokenizer
-from ._lines import LogLine, decode, visible_text
+from ._lines import LogLine, PasteWidth, decode, visible_text
 from ._sources import RawLine, iter_bytes, iter_file, iter_stream
 from ._tracebacks import Traceback, TracebackAssembler
 
@@ -52,9 +52,12 @@ class EventStream:
         self._tokenizers: dict[str, Tokenizer] = {dialect.name: self.tokenizer}
         self._wrapper_dialect: dict[str, Dialect] = {}  # process -> dialect of its last prefixed line
         self._stream_dialect: dict[str, Dialect] = {}  # traceback stream -> its dialect
+        self._width = PasteWidth()
 
     def feed(self, raw: RawLine) -> list[Event]:
         line = decode(raw, self.prefix)
+        if self._width.at_width(line.text):
+            line.at_width = True
         dialect = self.dialect
         if line.ts is None:
             if self._others:

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logforensics._dialects import DEFAULT
-from logforensics._lines import LogLine, parse_timestamp, visible_text, without_wrappers
+from logforensics._lines import LogLine, PasteWidth, parse_timestamp, visible_text, without_wrappers
 from logforensics._lines import decode as decode_with
 from logforensics._scoring import load_labels, score_labels
 from logforensics._sources import RawLine
@@ -316,3 +316,15 @@ def test_without_wrappers_gives_the_servers_own_line():
     assert without_wrappers("Mar 23 14:01:38 gpu1 python3[9]: hello") == "hello"
     text = "[2026-03-23 14:01:38 TP0] x"
     assert without_wrappers(text) is text
+
+
+def test_paste_width_is_the_length_several_different_lines_share():
+    """A terminal's paste has its long lines cut at one width: the third different line at the
+    longest length (>= 60 columns) is read as possibly cut; repeats and short lines are not."""
+    width = PasteWidth()
+    a, b, c = ("a" * 99 + "1", "b" * 99 + "2", "c" * 99 + "3")
+    assert [width.at_width(t) for t in (a, a, a, "short", b)] == [False] * 5
+    assert width.at_width(c) and width.at_width(a)
+    assert not width.at_width("x" * 99)
+    narrow = PasteWidth()
+    assert not any(narrow.at_width(t) for t in ("x" * 50, "y" * 50, "z" * 50, "w" * 50))
