@@ -25,8 +25,6 @@ KNOWN_MISSES = {
         "json_model_override_args_invalid__cut80",
         # the frame that says "tokenizer loading" is cut off or gone: the JSONDecodeError alone is not enough
         "tokenizer_json_corrupt__tail5", "tokenizer_json_corrupt__cut80",
-        # cut at 80, a catalog pattern's wide gap lets the prefix claim it
-        "mamba_extra_buffer_on_dense_model__cut80",
     },
     # vLLM 0.33's unknown dtype is raised by torch's module __getattr__ (logx says the torch
     # dependency is wrong); a --tokenizer path that does not exist is read as a hub id, so logx
