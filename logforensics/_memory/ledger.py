@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .checkpoint import CheckpointSize
 from .torch_oom import OOM_TEXT, TorchOOM, best_oom
 from .units import number, rounded
 
@@ -234,6 +235,8 @@ class Ledger:
     phase: str
     ranks: list[RankLedger] = field(default_factory=list)
     tp_size: int | None = None
+    pp_size: int | None = None
+    checkpoint: CheckpointSize | None = None  # the least the weights take, from the model's name
     ooms: list[OOMRecord] = field(default_factory=list)
     hybrid: bool = False  # the model keeps a state (Mamba) cache beside the KV cache
     unbalanced_note: str | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._memory.build import build_ledger
+from ..._memory.checkpoint import NOMINAL_SHARE
 from ..._memory.ledger import Ledger
 from ..._memory.units import frac, gib_text, number, put_figure
 from .memory import sglang_part
@@ -92,6 +93,13 @@ def weights_budget_sentence(ledger: Ledger) -> str:
                 else " (init use not in the log)")
         how = (f" (= {oom.own_gib:.2f} this process held{init} + {oom.requested_gib or 0.0:.2f} that failed; "
                "loading had not finished)")
+    checkpoint = ledger.checkpoint
+    if weights is None and checkpoint is not None:
+        shards = (ledger.tp_size or 1) * (ledger.pp_size or 1)
+        weights, lower = checkpoint.per_gpu_gib(shards), True
+        how = (f" (the checkpoint's name: {checkpoint.params_billion:g}B parameters × "
+               f"{checkpoint.bytes_per_param:g} bytes ({checkpoint.storage}) × {NOMINAL_SHARE} ≈ "
+               f"{checkpoint.gib:.2f} GiB, split over TP×PP = {shards})")
     tp = ledger.tp_size or 1
     if weights is None:
         return ("the weights' size is not in the log (no 'Load weight end. mem usage' and no torch OOM "

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..._memory.build import build_ledger
+from ..._memory.checkpoint import checkpoint_size
 from ..._memory.ledger import STEPS, Ledger, RankLedger, attach_tracebacks, rank_label, rank_sort_key
 from ..._memory.torch_oom import other_threshold_gib
 from ..._memory.units import frac, number, rounded
@@ -103,8 +104,10 @@ def read_ledger(run: Any) -> Ledger:
     mfs = number(args.get("mem_fraction_static"))
     if mfs is not None:
         sg.mem_fraction_static, sg.mfs_source = mfs, "server_args"
-    tp = args.get("tp_size")
+    tp, pp = args.get("tp_size"), args.get("pp_size")
     ledger.tp_size = tp if isinstance(tp, int) else None
+    ledger.pp_size = pp if isinstance(pp, int) else None
+    ledger.checkpoint = checkpoint_size(run.model, args.get("quantization"), args.get("dtype"))
     ledger.quantized = bool(args.get("quantization")) or bool(
         re.search(r"(?i)fp8|fp4|awq|gptq|int4|int8|w4a|w8a|gguf|bnb", str(run.model or "")))
     by_tag: dict[str, RankLedger] = {}
@@ -332,4 +335,40 @@ def _figures_leave_no_kv_room(run: Any) -> list[tuple[int, str]] | None:
     return evidence
 
 
-CONDITIONS = {"sglang_figures_leave_no_kv_room": _figures_leave_no_kv_room}
+# SGLang's own endings after a failure (not the shell's "Killed": the kernel's OOM killer of host RAM)
+_OWN_ENDINGS = frozenset({"sigquit_child", "sigquit_running", "kill_process_tree", "rank_died", "rank_dead"})
+
+
+def _weights_exceed_free_memory(run: Any) -> list[tuple[int, str]] | None:
+    """The checkpoint's least size per GPU (``_memory/checkpoint.py``: its name's parameter
+    count × the bytes its name or ``--quantization`` say, split over TP × PP) is more than any
+    rank had free before loading, no rank finished loading, and the run stopped there with
+    nothing that says why: no torch OOM figures, no traceback message (cut or missing), only
+    SGLang's own SIGQUIT / kill_process_tree or a traceback's frames."""
+    if run.dialect.name != "sglang" or run.ready or any(tb.message for tb in run.tracebacks):
+        return None
+    if not run.tracebacks and not any(e.kind in _OWN_ENDINGS for e in run.endings):
+        return None
+    ledger = build_ledger(run)
+    size = ledger.checkpoint
+    starts = [r for r in ledger.ranks if r.avail_at_start_gib is not None]
+    if size is None or ledger.ooms or not starts or any(r.weights_done for r in ledger.ranks):
+        return None
+    roomiest = max(starts, key=lambda r: r.avail_at_start_gib or 0.0)
+    shards = (ledger.tp_size or 1) * (ledger.pp_size or 1)
+    if size.per_gpu_gib(shards) <= (roomiest.avail_at_start_gib or 0.0):
+        return None
+    said = ", ".join(f"{k}={run.args[k]!r}" for k in ("model_path", "tp_size", "pp_size", "quantization", "dtype")
+                     if run.args.get(k) is not None)
+    evidence = [(run.args_line, f"server_args: {said}")] if run.args_line is not None and said else []
+    evidence.append((roomiest.lines["weights"], roomiest.texts["weights"]))
+    if run.tracebacks:
+        evidence.append(run.tracebacks[0].lines[0])
+    else:
+        stop = next(e for e in run.endings if e.kind in _OWN_ENDINGS)
+        evidence.append((stop.number, stop.line.text))
+    return evidence
+
+
+CONDITIONS = {"sglang_figures_leave_no_kv_room": _figures_leave_no_kv_room,
+              "sglang_weights_exceed_free_memory": _weights_exceed_free_memory}
