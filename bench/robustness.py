@@ -41,6 +41,11 @@ def _cut(width: int) -> Shape:
     return lambda lines, key: [line[:width] for line in lines]
 
 
+def _wrap(width: int) -> Shape:
+    """A terminal or mail client that broke long lines at ``width`` (the rest on the next line)."""
+    return lambda lines, key: [line[i : i + width] for line in lines for i in range(0, max(len(line), 1), width)]
+
+
 def _markdown(lines: list[str], key: str) -> list[str]:
     return ["Here is the log:", "", "```", *lines, "```", "", "Any idea?"]
 
@@ -64,6 +69,7 @@ SHAPES: dict[str, Shape] = {
     "markdown": _markdown,
     "headless": _tail_from_key,
     "cut120": _cut(120),
+    "wrap120": _wrap(120),
 }
 
 

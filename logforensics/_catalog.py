@@ -308,10 +308,10 @@ def build_match(table: dict, fail, compile_now: bool = True) -> MatchSpec:
     return spec
 
 
-def timed_search(pattern: Regex | regex.Pattern, text: str, partial: bool = False):
-    """Search with the catalog's per-search timeout. Raises ``TimeoutError``: the matcher counts
-    it against the pattern (``RegexGuard``) and reads it as no match."""
-    return pattern.search(text, partial=partial, timeout=REGEX_TIMEOUT)
+def timed_search(pattern: Regex | regex.Pattern, text: str, partial: bool = False, pos: int = 0):
+    """Search (from ``pos``) with the catalog's per-search timeout. Raises ``TimeoutError``: the
+    matcher counts it against the pattern (``RegexGuard``) and reads it as no match."""
+    return pattern.search(text, pos, partial=partial, timeout=REGEX_TIMEOUT)
 
 
 def timed_fullmatch(pattern: Regex | regex.Pattern, text: str):

@@ -261,7 +261,7 @@ def _words_before_the_cut(pattern, cut: str, start: int) -> int:
     matched its words up to the address."""
 
     def in_gap(k: int) -> bool:
-        m = timed_search(pattern, cut[:k] + _NO_WORD, partial=True)
+        m = timed_search(pattern, cut[:k] + _NO_WORD, partial=True, pos=start)
         return m is not None and m.partial and m.start() == start
 
     if not in_gap(len(cut)):

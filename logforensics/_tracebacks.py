@@ -35,6 +35,7 @@ _FRAME = re.compile(r"\s*File [\"\u201c]([^\"\u201d]+)[\"\u201d], line (\d+)(?:,
 _CUT_FRAME = re.compile(
     r"\s*File [\"\u201c]([^\"\u201d]+)(?:[\"\u201d](?:, line (\d+)(?:, in (.*))?|,[^\"\u201d]*)?)?$")
 MIN_CUT_WIDTH_LINES = 3  # lines of a traceback at its widest length that show a paste's width
+WRAP_MIN_WIDTH = 60  # a line this long that is the traceback's widest may go on, hard-wrapped
 _CARET = re.compile(r"\s*[\^~]+\s*$")
 _CHAIN = (
     "During handling of the above exception, another exception occurred",
@@ -216,7 +217,7 @@ def _wraps(outer: ExceptionInfo, inner: ExceptionInfo) -> bool:
 class _Builder:
     """Mutable state of one traceback being read."""
 
-    __slots__ = ("tb", "phase", "current", "tail", "record_level", "widest", "at_widest")
+    __slots__ = ("tb", "phase", "current", "tail", "record_level", "widest", "at_widest", "wrapped")
 
     def __init__(self, line: LogLine, stream: str, head: bool, context: str = ""):
         self.tb = Traceback(stream=stream, tag=line.tag, wrapper=line.wrapper,
@@ -232,12 +233,17 @@ class _Builder:
         # the widest line so far and how many lines have that width: a paste copied from a
         # terminal has its long lines all cut at the same width
         self.widest = self.at_widest = 0
+        self.wrapped = ""  # the last line kept may have been hard-wrapped (see keep)
 
     # — evidence —
     def keep(self, line: LogLine) -> None:
         tb = self.tb
         tb.last_line = line.number
         width = len(line.text)
+        # as wide as the paste ("paste"), or the widest line of this traceback so far ("widest"):
+        # a hard wrap may have put its rest on the next line
+        self.wrapped = "paste" if line.at_width else \
+            "widest" if width >= WRAP_MIN_WIDTH and width >= self.widest else ""
         if self.phase == "message" and self.current.type and not self.current.head_width:
             self.current.head_width = width
         if width > self.widest:
@@ -525,7 +531,9 @@ class TracebackAssembler:
                 b.set_exception(*exc)
                 self._mark_cut(b, line)
                 return True
-            return False
+            # a paste hard-wrapped at its width: the rest of the frame or source line above (after
+            # a line only known as the widest, a fragment without spaces: "rained", "_")
+            return kind in PLAIN_KINDS and (b.wrapped == "paste" or (b.wrapped == "widest" and " " not in stripped))
         if b.phase == "message":
             if kind is not None and kind not in PLAIN_KINDS:
                 return False

@@ -685,3 +685,28 @@ def test_a_headless_traceback_logged_line_by_line_keeps_its_frames():
     tb = only(text)
     assert tb.exc_type == "KeyError" and tb.frames[-1].function == "__getitem__"
     assert tb.head_missing
+
+
+def test_a_frame_line_hard_wrapped_at_the_paste_width_stays_in_the_traceback():
+    """A paste broken at its width puts the rest of a long frame line on the next line
+    ("rained", "_"): the traceback goes on, its exception is still the one at its end."""
+    head = '  File "/usr/local/lib/python3.11/site-packages/transformers/models/auto/configuration_auto.py", '
+    text = ("Traceback (most recent call last):\n"
+            f"{head}line 1170, in from_pret\nrained\n"
+            "    config_class = CONFIG_MAPPING[config_dict['model_type']]\n"
+            f"{head}line 872, in __getitem_\n_\n"
+            "    raise KeyError(key)\n"
+            "KeyError: 'mineru2_qwen'\n")
+    tb = only(text)
+    assert tb.exc_type == "KeyError" and len(tb.frames) == 2
+
+
+def test_a_plain_line_after_the_widest_frame_still_ends_the_traceback():
+    """Only a fragment without spaces is taken for the rest of a wrapped line: a prompt printed
+    between a frame and its source is not swallowed."""
+    text = ("Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/transformers/dynamic_module_utils.py", line 598, in '
+            "resolve_trust_remote_code\n"
+            "The repository for x contains custom code which must be executed to correctly load the model.\n")
+    assert only(text).frames[-1].function == "resolve_trust_remote_code"
+    assert ("line", 3) in others(text)
