@@ -37,7 +37,7 @@ from logforensics._dialects.sglang.sizing import (
     suggest_tp_size,
 )
 from logforensics._memory import build_ledger, parse_torch_oom
-from logforensics._memory.checkpoint import checkpoint_size
+from logforensics._memory.checkpoint import checkpoint_size, is_quantized
 from logforensics._render.report import render
 from logforensics._runs import Run
 
@@ -603,6 +603,12 @@ TOO_LARGE = FIXTURES / "weight_load_oom_model_too_large__figures_235b_tp4_sigqui
 def test_checkpoint_size_from_the_name(model, quantization, dtype, expected):
     size = checkpoint_size(model, quantization, dtype)
     assert (None if size is None else (size.params_billion, size.bytes_per_param)) == expected
+
+
+def test_quantized_from_the_same_hints():
+    assert is_quantized("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8") and is_quantized("openai/gpt-oss-120b")
+    assert is_quantized("meta-llama/Llama-3.3-70B-Instruct", "fp8") and is_quantized("x/Llama-2-70B-GGUF")
+    assert not is_quantized("meta-llama/Llama-3.3-70B-Instruct") and not is_quantized(None)
 
 
 def test_weights_larger_than_the_free_memory_from_the_figures():

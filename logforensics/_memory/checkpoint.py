@@ -24,6 +24,12 @@ _THIRTY_TWO_BIT_DTYPES = {"float32", "float", "fp32"}
 _UNSETTLED = re.compile(r"(?i)gguf|exl2|hqq|quant")  # stored some way the name does not say
 
 
+def is_quantized(model: str | None, quantization: str | None = None) -> bool:
+    """``--quantization`` is set, or the model's name says its weights are stored in fewer bits."""
+    name = (model or "").rstrip("/").rsplit("/", 1)[-1]
+    return bool(quantization) or bool(_FOUR_BIT.search(name) or _EIGHT_BIT.search(name) or _UNSETTLED.search(name))
+
+
 @dataclass(frozen=True)
 class CheckpointSize:
     """The least the weights take: ``params_billion`` × ``bytes_per_param`` (``storage`` names how)."""

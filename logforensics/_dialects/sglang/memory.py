@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..._memory.build import build_ledger
-from ..._memory.checkpoint import checkpoint_size
+from ..._memory.checkpoint import checkpoint_size, is_quantized
 from ..._memory.ledger import STEPS, Ledger, RankLedger, attach_tracebacks, rank_label, rank_sort_key
 from ..._memory.torch_oom import other_threshold_gib
 from ..._memory.units import frac, number, rounded
@@ -108,8 +108,7 @@ def read_ledger(run: Any) -> Ledger:
     ledger.tp_size = tp if isinstance(tp, int) else None
     ledger.pp_size = pp if isinstance(pp, int) else None
     ledger.checkpoint = checkpoint_size(run.model, args.get("quantization"), args.get("dtype"))
-    ledger.quantized = bool(args.get("quantization")) or bool(
-        re.search(r"(?i)fp8|fp4|awq|gptq|int4|int8|w4a|w8a|gguf|bnb", str(run.model or "")))
+    ledger.quantized = is_quantized(run.model, args.get("quantization"))
     by_tag: dict[str, RankLedger] = {}
     tagged = {e.line.tag for e in run.memory_events if e.line.tag}
     lone = next(iter(tagged)) if len(tagged) == 1 else None
