@@ -37,6 +37,14 @@ def _tail_from_key(lines: list[str], key: str) -> list[str] | None:
     return None if at is None else lines[max(at - 3, 0):]
 
 
+def _tail(n: int) -> Shape:
+    """`tail -n N`, when the key line is still among those lines."""
+    def shape(lines: list[str], key: str) -> list[str] | None:
+        tail = lines[-n:]
+        return tail if key and any(key in line for line in tail) and len(lines) > n else None
+    return shape
+
+
 def _cut(width: int) -> Shape:
     return lambda lines, key: [line[:width] for line in lines]
 
@@ -44,6 +52,13 @@ def _cut(width: int) -> Shape:
 def _wrap(width: int) -> Shape:
     """A terminal or mail client that broke long lines at ``width`` (the rest on the next line)."""
     return lambda lines, key: [line[i : i + width] for line in lines for i in range(0, max(len(line), 1), width)]
+
+
+def _middle_cut(lines: list[str], key: str) -> list[str] | None:
+    """A paste that kept the head and the tail and dropped the middle ("... 2000 lines ...")."""
+    if len(lines) < 60:
+        return None
+    return [*lines[:15], "...", f"[{len(lines) - 40} lines omitted]", "...", *lines[-25:]]
 
 
 def _markdown(lines: list[str], key: str) -> list[str]:
@@ -68,6 +83,9 @@ SHAPES: dict[str, Shape] = {
     "ansi": lambda lines, key: [f"\x1b[32m{line}\x1b[0m" if line else line for line in lines],
     "markdown": _markdown,
     "headless": _tail_from_key,
+    "middle": _middle_cut,
+    "tail5": _tail(5),
+    "tail2": _tail(2),
     "cut120": _cut(120),
     "wrap120": _wrap(120),
 }
