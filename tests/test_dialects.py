@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import re
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -247,3 +249,20 @@ def test_a_headless_pydantic_config_error_is_vllms(config):
     assert (detect([text]).dialect.name, detect([text]).confidence) == ("vllm", "certain")
     assert detect(["pydantic_core._pydantic_core.ValidationError: 1 validation error for "
                    "ChatCompletionRequest"]).confidence != "certain"
+
+
+def test_sglang_flag_renames_agree_with_the_release_index():
+    """A curated rename (facts.toml: the catalog's placeholder, and the marks that name it in
+    SGLang's messages) and the index of flag spellings built from the released wheels
+    (data/sglang_flags.json.gz) are two views of one fact: the new spelling's first release is
+    the rename's ``since``, and both spellings are one setting there."""
+    flags = json.loads(gzip.decompress(
+        resources.files("logforensics").joinpath("data/sglang_flags.json.gz").read_bytes()))
+    releases = flags["releases"]
+    renames = dialects.DIALECTS["sglang"].facts.flag_renames
+    assert renames
+    for rename in renames:
+        setting = next(s for s in flags["settings"] if rename.new in s)
+        assert rename.old in setting, rename
+        first = min((span[0] for span in setting[rename.new]), key=releases.index)
+        assert first == ".".join(map(str, rename.since)), rename
