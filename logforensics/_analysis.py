@@ -290,7 +290,8 @@ def explain(source: Source, *, name: str | None = None, options: Options | None 
     if context is None and options.status and analyzer.bytes == 0:
         context = _staleness.prepare(None, options)  # an empty stream is EMPTY, as an empty file is
     if context is not None:
-        report = _staleness.apply(report, _staleness.assess(path, report, options, context=context))
+        report = _staleness.apply(report, _staleness.assess(path, report, options, context=context,
+                                                            catalog=analyzer.catalog))
     return report
 
 

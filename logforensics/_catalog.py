@@ -25,14 +25,24 @@ from ._errors import CatalogError
 
 SEVERITIES = ("fatal", "error", "warning", "info")
 ROLES = ("cause", "symptom")  # a cause outranks every symptom of the same severity group
+# "any": the phase the failure happened in (its frames, its line's place); "reached": the phase
+# the run had reached (a finding about how the run ended, not one line)
 PHASES = ("args", "import", "init", "weights", "kv_alloc", "cuda_graph", "warmup", "serving",
-          "any")
+          "any", "reached")
 TRACEBACK_KEYS = ("exception", "message", "frame", "raising_frame", "context")
 # What logx's own stages find, for the built-in patterns' ``found_by`` (patterns/builtin/):
 # a finding no regex can match, made by the stage that sees it.
 FOUND_BY = {
     "unexplained_traceback": "a traceback no pattern and no failure site of the server explains",
+    # the stale-log detector's verdicts (_staleness.py) and logx watch's end (_watcher.py)
+    "empty_log": "the log (or this run's part of it) has no bytes",
+    "stale_log": "the log's content predates the run of interest",
+    "silent_process": "the process is alive but its log stopped growing before ready",
+    "process_gone": "the process ended before ready with no traceback and no ready line",
 }
+# the stages that read the host (the file's times, its processes, watch's process), not the log
+# alone: no fixture can show them (tests/test_staleness.py and tests/test_watch.py make them)
+HOST_STAGES = frozenset({"empty_log", "stale_log", "silent_process", "process_gone"})
 MATCH_KEYS = (*TRACEBACK_KEYS, "line", "condition", "found_by")
 MERGES = ("id", "title")  # findings of one pattern: one per id, or one per filled title
 BUILTIN_FOLDER = "builtin"  # the bundled patterns of the findings logx's stages make
@@ -116,6 +126,7 @@ class Pattern:
     dialect: str | None = None  # the server whose logs it reads (None: every server's)
     merge: str = "id"  # "title": findings merged only when their filled titles are the same
     survivable: bool = False  # a traceback the server kept serving after is a warning
+    yields_to_cause: bool = False  # a stale-log verdict that follows a catalog root cause
 
     @property
     def is_problem(self) -> bool:
@@ -258,9 +269,10 @@ def build_pattern(table: dict, file: Path | str, index: int = 0, compile_now: bo
     merge = table.get("merge", "id")
     if merge not in MERGES:
         raise fail(f"merge must be one of {', '.join(MERGES)}")
-    survivable = table.get("survivable", False)
-    if not isinstance(survivable, bool):
-        raise fail("survivable must be true or false")
+    flags = {key: table.get(key, False) for key in ("survivable", "yields_to_cause")}
+    for key, value in flags.items():
+        if not isinstance(value, bool):
+            raise fail(f"{key} must be true or false")
     if "dialect" in table:
         if table["dialect"] != "any" and table["dialect"] not in DIALECTS:
             raise fail(f"dialect must be 'any' or one of {', '.join(sorted(DIALECTS))}")
@@ -269,7 +281,7 @@ def build_pattern(table: dict, file: Path | str, index: int = 0, compile_now: bo
         id=table["id"], title=table["title"].strip(), severity=table["severity"],
         phase=table["phase"], explanation=table["explanation"].strip(),
         fix=table["fix"].strip(), priority=priority, references=references, matches=matches,
-        source=str(file), role=role, dialect=dialect, merge=merge, survivable=survivable,
+        source=str(file), role=role, dialect=dialect, merge=merge, **flags,
     )
 
 

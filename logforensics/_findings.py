@@ -89,7 +89,7 @@ class Finding:
     at: str | None = None  # when it first happened: the time its first line or traceback prints
     # streams (ranks) that printed the same traceback as the one cited: not cited again
     same_on: list[str] = field(default_factory=list)
-    merge: str = "id"  # its pattern's: "title", one finding per title (an unknown exception's type)
+    pattern: Pattern | None = field(default=None, repr=False, compare=False)  # the one it was made from
 
     @property
     def time(self) -> datetime | None:
@@ -98,6 +98,12 @@ class Finding:
     @property
     def is_problem(self) -> bool:
         return self.severity in ("fatal", "error")
+
+    @property
+    def found_by(self) -> str | None:
+        """The stage of logx that made it (its pattern's ``found_by``); None for a match."""
+        specs = self.pattern.matches if self.pattern is not None else []
+        return next((s.found_by for s in specs if s.found_by), None)
 
     def sort_key(self) -> tuple:
         """Problems, then warnings, then info; within each, causes before symptoms, then
@@ -536,23 +542,46 @@ class Matcher:
                 extra = [e for e in hit.evidence if e.line not in have]
                 f.evidence = sorted(f.evidence + extra, key=lambda e: e.line)[:MAX_EVIDENCE]
                 continue
-            phase = p.phase if p.phase != "any" else _phase_at(run, hit)
-            severity, explanation = p.severity, fill(p.explanation, values)
-            if p.survivable and hit.traceback is not None and run.last_serving_line > hit.traceback.last_line:
-                # An exception the server survived: a failed request, not a crash.
-                severity = "warning"
-                explanation += (f" The server kept serving after it (line {run.last_serving_line}), "
-                                "so it did not take the server down.")
-            merged[key] = Finding(
-                id=p.id, title=title, severity=severity,
-                confidence=hit.confidence, phase=phase, run=run.index,
-                evidence=sorted(hit.evidence, key=lambda e: e.line),
-                explanation=explanation, fix=fill(p.fix, values),
-                priority=p.priority, streams=[hit.stream] if hit.stream else [],
-                traceback=hit.traceback, role=p.role, facts=dict(hit.facts), merge=p.merge,
-                at=evidence_time(hit.evidence, run.dialect.prefix, year) if hit.timed else None,
-            )
+            phase = _phase_at(run, hit) if p.phase == "any" else run.phase if p.phase == "reached" else p.phase
+            survived = p.survivable and hit.traceback is not None and run.last_serving_line > hit.traceback.last_line
+            merged[key] = make_finding(
+                p, values, sorted(hit.evidence, key=lambda e: e.line), hit.confidence, run.index, phase,
+                served_after=run.last_serving_line if survived else None,
+                streams=[hit.stream] if hit.stream else [], traceback=hit.traceback, facts=dict(hit.facts),
+                at=evidence_time(hit.evidence, run.dialect.prefix, year) if hit.timed else None)
         return rank(list(merged.values()))
+
+
+def make_finding(pattern: Pattern, values: dict[str, Any], evidence: list[Evidence], confidence: float,
+                 run: int, phase: str, *, served_after: int | None = None, streams: list[str] | None = None,
+                 traceback: Traceback | None = None, facts: dict[str, Any] | None = None,
+                 at: str | None = None) -> Finding:
+    """The one place a finding is made: ``pattern``'s texts filled with ``values``.
+    ``served_after``: the line the server served at after the traceback (a survivable
+    pattern's failed request: a warning that says so)."""
+    severity, explanation = pattern.severity, fill(pattern.explanation, values)
+    if served_after is not None:  # an exception the server survived: a failed request, not a crash
+        severity = "warning"
+        explanation += f" The server kept serving after it (line {served_after}), so it did not take the server down."
+    return Finding(
+        id=pattern.id, title=fill(pattern.title, values), severity=severity, confidence=confidence,
+        phase=phase, run=run, evidence=evidence, explanation=explanation,
+        fix=fill(pattern.fix, values), priority=pattern.priority, streams=streams or [],
+        traceback=traceback, role=pattern.role, facts=facts or {}, at=at, pattern=pattern)
+
+
+def stage_finding(catalog: Catalog | None, stage: str, values: dict[str, Any], evidence: list[Evidence],
+                  how: str, run: int, reached: str, facts: dict[str, Any] | None = None) -> Finding:
+    """A finding a stage of logx makes itself (a ``found_by`` pattern: the stale-log detector's
+    verdicts, watch's process end): the pattern of ``stage`` in ``catalog`` (else the bundled
+    one) filled with what the stage saw; its confidence is ``CONFIDENCE[how]``; ``reached``:
+    the phase the run had reached (the ``{phase}`` of its texts)."""
+    pattern = (catalog or _NO_PATTERNS).found_by(stage)
+    phase = reached if pattern.phase == "reached" else pattern.phase
+    return make_finding(pattern, {"phase": reached, **values}, evidence, CONFIDENCE[how], run, phase, facts=facts)
+
+
+_NO_PATTERNS = Catalog([])  # a catalog of none: its found_by patterns are the bundled ones
 
 
 # — findings from the server's failure sites (sites.py, Dialect.sites) ——————————————————————

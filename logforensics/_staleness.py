@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._clock import TOLERANCE, age, duration, epoch, iso, log_epoch
 from ._dialects import DEFAULT, DIALECTS, Dialect
-from ._findings import CONFIDENCE, Evidence, Finding, rank
+from ._findings import Evidence, Finding, rank, stage_finding
 from ._launcher import Sidecar, read_sidecar
 from ._procinfo import (
     ProcessInfo,
@@ -51,11 +51,13 @@ from ._procinfo import (
 )
 
 if TYPE_CHECKING:
+    from ._catalog import Catalog
     from ._report import Report
     from ._runs import Run
 
 STATES = ("FRESH", "STALE", "EMPTY", "SILENT", "DEAD")
-STATUS_IDS = ("log_empty", "log_stale", "startup_hang", "process_died_without_traceback")
+# the stages of the built-in patterns (patterns/builtin/) whose findings are the detector's verdicts
+VERDICT_STAGES = ("empty_log", "stale_log", "silent_process", "process_gone")
 STATUS_SCHEMA = "logx.status/1"
 CLOCK_SKEW_LIMIT = 600.0  # log times this far after the file's mtime: the log's clock/timezone differs
 STARTUP_WINDOW = 2 * 3600.0  # a printed PID's process started at most this long before the run's first line
@@ -139,29 +141,31 @@ def prepare(path: str | os.PathLike | None, options: Any = None) -> Context:
 
 
 def assess(path: str | os.PathLike | None, report: Report, options: Any = None, *,
-           context: Context | None = None, now: float | None = None) -> Status:
+           context: Context | None = None, now: float | None = None, catalog: Catalog | None = None) -> Status:
     """Decide FRESH / STALE / EMPTY / SILENT / DEAD for ``report`` (the analysis of ``path``).
 
     ``path`` None means a stream (no mtime: the checks that need one are skipped). ``options``:
     what the caller knows (``pid``, ``since``, ``silence``: an ``analysis.Options``; absent
-    attributes mean unknown). Never raises on /proc races."""
+    attributes mean unknown). ``catalog``: where the verdicts' patterns come from (its own
+    ``found_by`` patterns, else the bundled ones). Never raises on /proc races."""
     if context is None:
         context = prepare(path, options)
-    return _Assessment(context, report, options, time.time() if now is None else now).decide()
+    return _Assessment(context, report, options, time.time() if now is None else now, catalog).decide()
 
 
 def apply(report: Report, status: Status) -> Report:
     """``report`` with ``status`` attached and the detector's findings leading (a new report:
     the one given is left as the analysis made it).
 
-    A ``startup_hang`` follows a catalog root cause when there is one (a crashed rank explains
-    the hang); the other detector findings always come first."""
+    A finding whose pattern ``yields_to_cause`` (``startup_hang``) follows a catalog root cause
+    when there is one (a crashed rank explains the hang); the other detector findings always
+    come first."""
     if not status.findings:
         return replace(report, status=status)
     own = {f.id for f in status.findings}
     catalog = [f for f in report.findings if f.id not in own]
-    lead = [f for f in status.findings
-            if not (f.id == "startup_hang" and any(c.is_problem for c in catalog))]
+    lead = [f for f in status.findings if not (f.pattern is not None and f.pattern.yields_to_cause
+                                               and any(c.is_problem for c in catalog))]
     return replace(report, status=status, findings=lead + rank(catalog + [f for f in status.findings if f not in lead]))
 
 
@@ -203,8 +207,9 @@ class _Subject:
 
 
 class _Assessment:
-    def __init__(self, ctx: Context, report: Report, options: Any, now: float):
+    def __init__(self, ctx: Context, report: Report, options: Any, now: float, catalog: Catalog | None = None):
         self.ctx = ctx
+        self.catalog = catalog
         self.report = report
         self.options = options
         self.now = now
@@ -578,7 +583,8 @@ class _Assessment:
 
     def _gone(self, s: _Subject) -> Status:
         run = self.run
-        problems = [f for f in self.report.findings if f.is_problem and f.id not in STATUS_IDS]
+        # a verdict of its own already in the report (logx watch's) explains nothing
+        problems = [f for f in self.report.findings if f.is_problem and f.found_by not in VERDICT_STAGES]
         end = self._end_fact()
         verified = s.source != "printed in the log" or self.time_checked
         if run is not None and self.is_last and not run.ready and not problems:
@@ -627,118 +633,79 @@ class _Assessment:
             text += ", end not recorded"
         return [Evidence(0, text)]
 
-    def _finding(self, id_: str, title: str, severity: str, evidence: list[Evidence], explanation: str,
-                 fix: str, facts: dict[str, Any] | None = None, priority: int = 100) -> Finding:
+    def _finding(self, stage: str, values: dict[str, Any], evidence: list[Evidence],
+                 facts: dict[str, Any] | None = None) -> Finding:
+        """The finding of a verdict: the built-in pattern of ``stage`` (patterns/builtin/)."""
         run = self.run
-        phase = "any" if id_ in ("log_empty", "log_stale") else run.phase if run is not None else "launch"
-        return Finding(id=id_, title=title, severity=severity,
-                       confidence=CONFIDENCE["status_sidecar" if self.sidecar else "status"],
-                       phase=phase, run=run.index if run else 0,
-                       evidence=evidence, explanation=explanation, fix=fix, priority=priority,
-                       facts=facts or {})
+        return stage_finding(self.catalog, stage, values, evidence, "status_sidecar" if self.sidecar else "status",
+                             run.index if run else 0, run.phase if run is not None else "launch", facts)
 
     def _empty_finding(self, subject: _Subject | None, servers: list[dict], what: str) -> Finding:
         sc = self.sidecar
+        values = {"what": what, "input": "log"}
         if sc is not None:  # launched with `logx run`: its stdout and stderr did go to this log
-            explanation = (f"The log is empty: {what}. The process was started with `logx run`, which opened "
-                           "this log before the command started and sent its stdout and stderr there, so the "
-                           "command itself printed nothing: it is still starting, or it died before its first "
-                           "line (a kill, a crash before Python started).")
-            if sc.finished:
-                explanation += f" The sidecar says the process {sc.end_text}."
+            values["why_empty"] = (
+                "The process was started with `logx run`, which opened this log before the command started "
+                "and sent its stdout and stderr there, so the command itself printed nothing: it is still "
+                "starting, or it died before its first line (a kill, a crash before Python started)."
+                + (f" The sidecar says the process {sc.end_text}." if sc.finished else ""))
             command = " ".join(sc.command) if sc.command else "the command"
-            fix = (f"Run `{command}` in a terminal to see what it does before logging; if the sidecar records a "
-                   "signal, look for its sender (`dmesg` for the OOM killer, the container's limits).")
+            values["empty_fix"] = (f"Run `{command}` in a terminal to see what it does before logging; if the "
+                                   "sidecar records a signal, look for its sender (`dmesg` for the OOM killer, "
+                                   "the container's limits).")
         elif self.stat is None:  # a pipe, `<(…)`, a FIFO or stdin
-            explanation = (f"The input is empty: {what}. The command feeding it printed nothing to its stdout: "
-                           "the server logs to stderr, so a pipe without `2>&1` carries nothing, and a command that "
-                           "failed to start writes its error to the terminal, not the pipe.")
-            fix = (f"Send both streams into the pipe: `{self.dialect.launch_example} 2>&1 | logx watch`, or "
-                   "launch with `logx run --log FILE -- …` and read FILE.")
+            values["input"] = "input"
+            values["why_empty"] = (
+                "The command feeding it printed nothing to its stdout: the server logs to stderr, so a pipe "
+                "without `2>&1` carries nothing, and a command that failed to start writes its error to the "
+                "terminal, not the pipe.")
+            values["empty_fix"] = (f"Send both streams into the pipe: `{self.dialect.launch_example} 2>&1 | logx "
+                                   "watch`, or launch with `logx run --log FILE -- …` and read FILE.")
         else:
-            explanation = (f"The log is empty: {what}. Usually the server died before it wrote a byte (a crash at "
-                           "import whose traceback went to the terminal, a kill right after the start) or its "
-                           "output went elsewhere: with `nohup … > log 2>&1 &` over ssh the redirect can end up on "
-                           "the wrong command (quoting), the working directory can differ, or a process manager "
-                           "captures stdout.")
-            fix = (f"Relaunch with `logx run --log FILE -- {self.dialect.launch_example}`: it opens the log "
-                   "before the server starts, sends stdout and stderr there, and records the PID and exit status "
-                   "next to it (FILE.logx.json), so `logx explain FILE` can tell what happened.")
+            values["why_empty"] = (
+                "Usually the server died before it wrote a byte (a crash at import whose traceback went to the "
+                "terminal, a kill right after the start) or its output went elsewhere: with `nohup … > log 2>&1 &` "
+                "over ssh the redirect can end up on the wrong command (quoting), the working directory can "
+                "differ, or a process manager captures stdout.")
+            values["empty_fix"] = (
+                f"Relaunch with `logx run --log FILE -- {self.dialect.launch_example}`: it opens the log before the "
+                "server starts, sends stdout and stderr there, and records the PID and exit status next to it "
+                "(FILE.logx.json), so `logx explain FILE` can tell what happened.")
+        values["live_server_note"] = ""
         if servers:
             pid, where = servers[0]["pid"], servers[0].get("writes_to")
-            fix += (f" A server is running now: pid {pid} writes to {', '.join(where)} — read that instead."
-                    if where else " A server is running now: see where it writes with "
-                    f"`ls -l /proc/{pid}/fd/1 /proc/{pid}/fd/2`.")
-        facts = {"live_servers": [s["pid"] for s in servers]}
+            values["live_server_note"] = (
+                f" A server is running now: pid {pid} writes to {', '.join(where)} — read that instead." if where
+                else f" A server is running now: see where it writes with `ls -l /proc/{pid}/fd/1 /proc/{pid}/fd/2`.")
         evidence = self._sidecar_evidence() or [Evidence(0, f"[{'file' if self.stat else 'input'}] {what}")]
-        return self._finding("log_empty", "The log is empty: nothing was written to it", "warning", evidence,
-                             explanation, fix, facts)
+        return self._finding("empty_log", values, evidence, {"live_servers": [s["pid"] for s in servers]})
 
     def _stale_finding(self, subject: _Subject | None, stale: list[str]) -> Finding:
-        explanation = ("You are reading a previous run's output: " + "; ".join(stale) + ". Anything else "
-                       "reported for this file describes that earlier run, not the process you asked about.")
-        fix = ("Read the current process's own output instead"
-               + (f" (pid {subject.pid} writes to {', '.join(subject.writes_to)})" if subject and subject.writes_to
-                  else " (`ls -l /proc/PID/fd/1 /proc/PID/fd/2` shows where it writes)")
-               + ". Launch with `logx run --log FILE -- CMD` so the log and the process stay tied "
-                 "(--append keeps the history; logx then explains only the new run).")
-        evidence = self._tail_evidence(3) + self._sidecar_evidence()
-        return self._finding("log_stale", "Stale log: this is a previous run's output", "warning", evidence,
-                             explanation, fix, {"reasons": stale})
+        current = (f"pid {subject.pid} writes to {', '.join(subject.writes_to)}" if subject and subject.writes_to
+                   else "`ls -l /proc/PID/fd/1 /proc/PID/fd/2` shows where it writes")
+        return self._finding("stale_log", {"stale_reasons": "; ".join(stale), "current_output": current},
+                             self._tail_evidence(3) + self._sidecar_evidence(), {"reasons": stale})
 
     def _hang_finding(self, s: _Subject, quiet: float) -> Finding:
         phase = self.run.phase if self.run is not None else "launch"
         where, todo = self.dialect.facts.hang_hints.get(phase, ("after startup", "check the server's health endpoint"))
-        explanation = (f"pid {s.pid} is alive but the log has not grown for {duration(quiet)} (threshold "
-                       f"{duration(self.silence)}) and the server never became ready. It stopped in phase {phase}, "
-                       f"{where}.")
-        fix = (f"See where it waits: `py-spy dump --pid {s.pid}` (add --native for CUDA/NCCL waits; dump the "
-               f"scheduler children too). Then {todo}.")
-        return self._finding("startup_hang", f"Startup hang: alive but silent for {duration(quiet)} in phase {phase}",
-                             "error", self._tail_evidence() + self._sidecar_evidence(), explanation, fix,
-                             {"pid": s.pid, "phase": phase, "quiet_for_s": round(quiet)}, priority=60)
+        values = {"pid": s.pid, "quiet_for": duration(quiet), "silence": duration(self.silence),
+                  "hang_where": where, "hang_todo": todo}
+        return self._finding("silent_process", values, self._tail_evidence() + self._sidecar_evidence(),
+                             {"pid": s.pid, "phase": phase, "quiet_for_s": round(quiet)})
 
     def _dead_finding(self, s: _Subject, end: str | None) -> Finding:
         run = self.run
-        phase = run.phase if run is not None else "launch"
         sc = self.sidecar
-        title = f"The process died in phase {phase} without a traceback"
-        if sc is not None and sc.signal is not None:
-            title = f"The process was killed by signal {sc.signal} ({sc.signal_name}) in phase {phase}"
-        elif sc is not None and sc.exit_code is not None:
-            title = f"The process exited with code {sc.exit_code} in phase {phase} without a traceback"
-        explanation = (f"{s.name} is gone and the log ends in phase {phase} (line {run.last_line if run else 0}) "
-                       "with no traceback and no ready line" + (f"; {end}" if end else "") + ". ")
-        if sc is not None and sc.signal is not None:
-            explanation += "A process killed by a signal cannot print why: the reason is outside the log."
-        elif sc is not None and sc.exit_code is not None:
-            explanation += ("It exited without a traceback here: its error went to another stream or file "
-                            "(a logging config, a wrapper script), or it exited on purpose.")
-        else:
-            explanation += ("It was killed (SIGKILL, the kernel OOM killer, a job scheduler's limit) or its "
-                            "error went to another stream or file.")
-        if s.note:
-            explanation += f" ({s.note}.)"
-        fixes = []
-        if sc is not None and sc.signal == signal.SIGKILL:
-            fixes.append("Signal 9 with no message is usually the kernel OOM killer (host RAM or a container "
-                         "memory limit): check `dmesg -T | grep -i oom` (or `journalctl -k`) around "
-                         f"{_sc_time(sc.ended_at_dt)}; give it more host memory or lower what it loads into RAM.")
-        elif sc is not None and sc.signal is not None:
-            fixes.append(f"Something sent it {sc.signal_name}: check who (a job scheduler, a timeout, a user).")
-        else:
-            fixes.append("Check `dmesg -T | grep -i -e oom -e killed` for the OOM killer, and whether stderr went "
-                         "somewhere else.")
-        if sc is None:
-            fixes.append("Relaunch with `logx run --log FILE -- CMD` so stdout and stderr both land in the log and "
-                         "the exit code or signal is recorded.")
+        values = death_values(s.name, sc.signal if sc else None, sc.exit_code if sc else None,
+                              run.last_line if run else 0, end, s.note, sc.ended_at_dt if sc else None,
+                              recorded=sc is not None)
         endings = [Evidence(e.number, e.line.text) for e in run.endings[:3]] if run is not None else []
         evidence = sorted({e.line: e for e in endings + self._tail_evidence()}.values(), key=lambda e: e.line)
-        facts = {"pid": s.pid, "phase": phase}
+        facts: dict[str, Any] = {"pid": s.pid, "phase": run.phase if run is not None else "launch"}
         if sc is not None:
             facts.update({"exit_code": sc.exit_code, "signal": sc.signal, "ended_at": _sc_time(sc.ended_at_dt)})
-        return self._finding("process_died_without_traceback", title, "fatal", evidence + self._sidecar_evidence(),
-                             explanation, " ".join(fixes), facts)
+        return self._finding("process_gone", values, evidence + self._sidecar_evidence(), facts)
 
     def _end_fact(self) -> str | None:
         sc = self.sidecar
@@ -748,6 +715,51 @@ class _Assessment:
 
 
 # — helpers ——————————————————————————————————————————————————————————————————————————
+
+
+def death_values(who: str, sig: int | None, exit_code: int | None, last_line: int, end: str | None = None,
+                 note: str | None = None, ended_at: datetime | None = None,
+                 recorded: bool = False) -> dict[str, Any]:
+    """The placeholders of ``process_died_without_traceback`` (patterns/builtin/): how the
+    process ended, what that says, and what to check. ``recorded``: its end was recorded (the
+    sidecar of ``logx run``, logx watch's own process), so no relaunch advice."""
+    signal_name = _signal_name(sig)
+    if sig is not None:
+        ended = f"was killed by signal {sig} ({signal_name})"
+        why = "A process killed by a signal cannot print why: the reason is outside the log."
+    elif exit_code is not None:
+        ended = f"exited with code {exit_code}"
+        why = ("It exited without a traceback here: its error went to another stream or file (a logging "
+               "config, a wrapper script), or it exited on purpose.")
+    else:
+        ended = "died"
+        why = ("It was killed (SIGKILL, the kernel OOM killer, a job scheduler's limit) or its error went "
+               "to another stream or file.")
+    if note:
+        why += f" ({note}.)"
+    if sig == signal.SIGKILL:
+        fix = ("Signal 9 with no message is usually the kernel OOM killer (host RAM or a container memory limit): "
+               "check `dmesg -T | grep -i oom` (or `journalctl -k`)" + (f" around {_sc_time(ended_at)}" if ended_at
+                                                                       else "")
+               + "; give it more host memory or lower what it loads into RAM.")
+    elif sig is not None:
+        fix = f"Something sent it {signal_name}: check who (a job scheduler, a timeout, a user)."
+    else:
+        fix = "Check `dmesg -T | grep -i -e oom -e killed` for the OOM killer, and whether stderr went somewhere else."
+    if not recorded:
+        fix += (" Relaunch with `logx run --log FILE -- CMD` so stdout and stderr both land in the log and the exit "
+                "code or signal is recorded.")
+    return {"who": who, "ended": ended, "last_line": last_line, "end_note": f"; {end}" if end else "",
+            "death_note": why, "death_fix": fix}
+
+
+
+def _signal_name(sig: int | None) -> str:
+    """``SIGKILL`` for 9 (``signal N`` for one Python does not name), as the sidecar says it."""
+    try:
+        return signal.Signals(sig or 0).name
+    except ValueError:
+        return f"signal {sig}"
 
 
 def _stat(path: str | None) -> os.stat_result | None:
@@ -795,5 +807,5 @@ def _live_servers(dialects: tuple[Dialect, ...], owners: set[int], limit: int = 
     return out
 
 
-__all__ = ["Context", "Status", "STATES", "STATUS_IDS", "apply", "assess", "prepare",
+__all__ = ["Context", "Status", "STATES", "VERDICT_STAGES", "apply", "assess", "death_values", "prepare",
            "status_json"]

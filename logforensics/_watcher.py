@@ -18,13 +18,14 @@ import contextlib
 import copy
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from . import _staleness
 from ._analysis import Analyzer, Options, run_facts
 from ._catalog import Catalog, load_catalog
 from ._errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
-from ._findings import CONFIDENCE, Evidence, Finding, Matcher, fill, rank
+from ._findings import Evidence, Finding, Matcher, rank, stage_finding
 from ._follow import FollowItem, Tick
 from ._gate import (
     SETTLE_SECONDS,
@@ -42,31 +43,6 @@ from ._runs import PHASE_RANK, Run
 from ._sources import RawLine
 from ._tracebacks import Traceback
 
-# Built-in texts for the two findings only watch can see (a pattern with the same id in the
-# catalog replaces them).
-_SYNTHETIC = {
-    "process_died_without_traceback": dict(
-        title="The server process ended before it was ready, without a traceback",
-        severity="fatal",
-        explanation=("The process {how} while in the {phase} phase and the log shows no error "
-                     "explaining it: it was killed (the host OOM killer, a container limit, "
-                     "a signal) or its error went to another stream."),
-        fix=("Check `dmesg` / `journalctl -k` for the OOM killer and the container's memory "
-             "limit; make sure stderr goes to this log (`logx run --log FILE -- CMD`)."),
-    ),
-    "log_empty": dict(
-        title="The process ended and the log is empty",
-        severity="fatal",
-        explanation=("The process {how} and wrote nothing to this log: it died before logging, "
-                     "or its output went elsewhere (a lost nohup/ssh redirect)."),
-        fix="Launch with the output captured by a launcher that opens the log first: "
-            "`logx run --log FILE -- {launch_example}`.",
-    ),
-}
-
-
-
-
 _BATCH_KINDS = frozenset({"prefill_batch", "decode_batch"})
 # Events that can change a run's findings besides a new catalog hit: the named conditions look
 # at endings, memory events and the phase (a phase change also triggers a check).
@@ -74,7 +50,7 @@ _TRIGGER_KINDS = frozenset({"server_args", "traceback", "ready"})
 
 
 def _finding_key(f: Finding) -> tuple:
-    if f.merge == "title":  # one finding per title: an unknown exception, each by its traceback
+    if f.pattern is not None and f.pattern.merge == "title":  # one per title: each unknown exception's traceback
         anchor = f.traceback.first_line if f.traceback is not None else f.title
         return (f.run, f.id, anchor)
     return (f.run, f.id)
@@ -292,46 +268,43 @@ class Watcher:
             self._check_findings(self.run)
 
     def _death_findings(self) -> None:
-        """The process ended before ready: the stale-log detector's finding for a followed
-        file (``process_died_without_traceback``, ``log_empty``), else watch's own."""
+        """The process ended before ready: the stale-log detector's verdict on it for a followed
+        file or an input that held nothing (``process_died_without_traceback``, ``log_empty``),
+        else watch's own."""
         if self._death_reported:
             return
         self._death_reported = True
-        if self.path is not None:
-            report = self.report(status=True)
-            own = [f for f in report.findings if f.id in _staleness.STATUS_IDS and f.is_problem]
-            if own:
-                for f in own:
-                    f.run = f.run or (self.run.index if self.run else 1)
+        if self._detector_reads():
+            status = self.report(status=True).status
+            if status is not None and status.state in ("DEAD", "EMPTY") and status.findings:
+                for f in status.findings:
+                    if not f.run and self.run is not None:
+                        f = replace(f, run=self.run.index)
                     self.synthetic.append(f)
                     self._report(f)
                 return
         self._synthesize_death()
 
+    def _detector_reads(self) -> bool:
+        """Whether the stale-log detector judges this source: a followed file, or an input that
+        held nothing (an empty stream is EMPTY, as an empty file is)."""
+        return self.path is not None or self.analyzer.bytes == 0
+
     def _synthesize_death(self) -> Finding | None:
         """A finding for a process (or input stream) that ended before ready with no problem
-        finding."""
+        finding: the built-in ``process_gone`` pattern, with what watch saw of the end."""
         end = self.process_end or (ProcessEnd(None, source="stream") if self.eof else None)
         run = self.run
         if end is None or gate_ready(run) or self.best_problem() is not None:
             return None
-        pid, how = end.pid, end.how()
-        ident = "log_empty" if self.analyzer.lines == 0 else "process_died_without_traceback"
-        phase = run.phase if run is not None else "launch"
-        values = {**(run_facts(run) if run is not None else {}), "how": how, "phase": phase,
-                  "launch_example": self.analyzer.dialect.launch_example,
-                  "pid": pid, "exit_code": end.exit_code, "signal": end.signal}
-        pattern = self.catalog.by_id.get(ident)
-        base = _SYNTHETIC[ident]
-        title = fill(pattern.title if pattern else base["title"], values)
-        explanation = fill(pattern.explanation if pattern else base["explanation"], values)
-        fix = fill(pattern.fix if pattern else base["fix"], values)
+        stream = end.source == "stream"
+        values = _staleness.death_values(f"pid {end.pid}" if end.pid else "The process", end.signal, end.exit_code,
+                              run.last_line if run is not None else 0,
+                              "the input stream ended" if stream else None, recorded=not stream)
         evidence = [Evidence(n, text) for n, text in list(run.tail)[-3:]] if run is not None else []
-        finding = Finding(id=ident, title=title, severity=pattern.severity if pattern else "fatal",
-                          confidence=CONFIDENCE["process_end"], phase=phase, run=run.index if run else 1,
-                          evidence=evidence, explanation=explanation, fix=fix,
-                          priority=pattern.priority if pattern else 40,
-                          facts={"exit_code": end.exit_code, "signal": end.signal, "pid": pid})
+        finding = stage_finding(self.catalog, "process_gone", values, evidence, "process_end",
+                                run.index if run else 1, run.phase if run is not None else "launch",
+                                {"exit_code": end.exit_code, "signal": end.signal, "pid": end.pid})
         self.synthetic.append(finding)
         self._report(finding)
         return finding
@@ -343,11 +316,11 @@ class Watcher:
         ``explain``, so the exit code is the one ``explain`` would give."""
         report = self.analyzer.report(self.name, Options(), lambda run: self.snapshot_findings(run) + [
             f for f in self.synthetic if f.run == run.index])
-        if status and self.path is not None:
+        if status and self._detector_reads():
             opts = Options(pid=self.options.pid, since=self.options.since,
                            silence=self.options.silence or 120.0)
             try:
-                found = _staleness.assess(self.path, report, opts, context=self.context)
+                found = _staleness.assess(self.path, report, opts, context=self.context, catalog=self.catalog)
             except Exception:  # noqa: BLE001 - the detector is advisory here; never lose the end
                 found = None
             if found is not None:
@@ -360,8 +333,8 @@ class Watcher:
                  **extra: Any) -> Outcome:
         report = self.report(status=reason in ("exited", "eof", "interrupted")
                              or (code is None and reason in ("timeout", "silence")))
-        for f in report.findings:
-            if (report.run is None or f.run in (0, report.run.index)) and f.id in _staleness.STATUS_IDS:
+        for f in report.status.findings if report.status is not None else []:
+            if report.run is None or f.run in (0, report.run.index):
                 self._report(f)
         primary = report.primary
         if code is None:
@@ -379,9 +352,8 @@ class Watcher:
         report = self.report(status=True)
         if report.verdict != "stale":
             return None
-        for f in report.findings:
-            if f.id in _staleness.STATUS_IDS:
-                self._report(f)
+        for f in report.status.findings if report.status is not None else []:
+            self._report(f)
         why = report.status.summary if report.status is not None else "an earlier run's output"
         return Outcome("stale", EXIT_INCONCLUSIVE, "stale", report.primary, self.run, self.process_end,
                        f"the log holds an earlier run's output: {why}")

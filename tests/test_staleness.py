@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from logforensics._clock import parse_since
 from logforensics._launcher import launch, read_sidecar
 from logforensics._procinfo import process_info
 from logforensics._report import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
-from logforensics._staleness import STATUS_IDS, Status, apply, assess, prepare
+from logforensics._staleness import VERDICT_STAGES, Status, apply, assess, prepare
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
 
@@ -173,7 +174,7 @@ def test_stale_with_since_duration(tmp_path):
     report, st = status_of(log)
     assert st.state == "FRESH" and not st.verified and report.exit_code == EXIT_OK
     assert "4242" in st.reasons[0] and "no longer running" in st.reasons[0]
-    assert not set(ids(report)) & set(STATUS_IDS)
+    assert not {f.found_by for f in report.findings} & set(VERDICT_STAGES)
     # and with no pid printed at all: nothing known about a process
     log.write_text(stamp(datetime.now() - timedelta(hours=2), ARGS, WEIGHTS, KV, READY))
     age_file(log, 7200)
@@ -360,7 +361,7 @@ def test_not_dead_when_a_traceback_explains_it(tmp_path, spawn):
     report, st = status_of(log, pid=p.pid)
     assert st.state == "FRESH" and not st.verified  # the pid is gone: nothing left to check it by
     assert "process_died_without_traceback" not in ids(report)
-    assert report.primary is not None and report.primary.id not in STATUS_IDS
+    assert report.primary is not None and report.primary.found_by not in VERDICT_STAGES
 
 
 def test_dead_ready_server_is_fresh(tmp_path, spawn):
@@ -613,3 +614,28 @@ def test_a_logs_server_processes_are_its_own_servers(tmp_path, monkeypatch):
                    "INFO 11-20 09:15:03 [api_server.py:1352] args: Namespace(model='m')"]) == [222]
     assert listed(["[2026-11-20 09:15:02] server_args=ServerArgs(model_path='m', tp_size=1)"]) == [111]
     assert sorted(listed([])) == [111, 222]
+
+
+def test_the_verdicts_are_builtin_patterns_and_a_hang_yields_to_a_cause(tmp_path):
+    """The detector's findings are patterns/builtin/'s (a catalog's own pattern of the stage
+    replaces the bundled text); a ``yields_to_cause`` one ranks among the run's catalog findings
+    instead of leading them."""
+    from conftest import make_catalog
+
+    from logforensics._findings import Evidence, make_finding, stage_finding
+
+    log = tmp_path / "server.log"
+    log.touch()
+    mine = make_catalog({"id": "log_empty", "severity": "warning", "title": "Nothing in {what}",
+                         "match": [{"found_by": "empty_log"}]})
+    status = assess(str(log), Analyzer().report(str(log)), Options(), catalog=mine)
+    assert [f.title for f in status.findings] == [f"Nothing in {log} has 0 bytes"]
+    hang = stage_finding(None, "silent_process", {"pid": 7, "quiet_for": "5 min"}, [], "status", 1, "weights")
+    assert (hang.id, hang.phase, hang.confidence) == ("startup_hang", "weights", 0.85)
+    assert hang.pattern is not None and hang.pattern.yields_to_cause
+    nccl = make_catalog({"id": "nccl_init", "phase": "init", "priority": 70,
+                         "match": [{"line": "NCCL error"}]}).patterns[0]
+    cause = make_finding(nccl, {}, [Evidence(3, "NCCL error")], 0.9, 1, "init")
+    report = replace(Analyzer().report(str(log)), findings=[cause])
+    told = apply(report, Status("SILENT", True, findings=[hang]))
+    assert [f.id for f in told.findings] == ["nccl_init", "startup_hang"]

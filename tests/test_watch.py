@@ -371,6 +371,27 @@ def test_idle_flush_and_dedupe_in_the_library():
     assert objs.index(booms[0]) < len(objs) - 1 and objs[-1]["type"] == "end"
 
 
+def test_an_input_that_ends_before_ready_is_the_builtin_patterns_finding():
+    """Watch's end findings are patterns/builtin/'s: a stream that stops mid-startup is
+    ``process_died_without_traceback`` (the pattern's texts, watch's confidence); one that held
+    nothing is the stale-log detector's ``log_empty``, read as explain reads an empty input
+    (verdict empty: exit 3 under --until exit, 1 under --until ready)."""
+    out = io.StringIO()
+    items: list = [RawLine(i + 1, 0, text.encode()) for i, text in enumerate(HEALTHY[:2])]
+    assert Watcher(items, JsonRenderer(out), WatchOptions(until="ready")).execute() == 1
+    died = next(o for o in jsonl(out.getvalue()) if o["type"] == "finding")
+    pattern = load_catalog().found_by("process_gone")
+    assert died["id"] == pattern.id == "process_died_without_traceback" and died["confidence"] == 0.7
+    assert died["title"] == f"The process died in phase {died['phase']} without a traceback"
+    assert died["severity"] == pattern.severity and "the input stream ended" in died["explanation"]
+    for until, code in (("exit", 3), ("ready", 1)):
+        out = io.StringIO()
+        assert Watcher([], JsonRenderer(out), WatchOptions(until=until)).execute() == code
+        objs = jsonl(out.getvalue())
+        assert [o["id"] for o in objs if o["type"] == "finding"] == ["log_empty"]
+        assert objs[-1]["verdict"] == "empty"
+
+
 # — truncation and rotation ———————————————————————————————————————————————————————
 
 
