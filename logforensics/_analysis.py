@@ -219,8 +219,16 @@ class Analyzer:
         return self.tracker.runs
 
     def findings(self, run: Run) -> list[Finding]:
-        facts = run_facts(run)
-        return _serving_findings.findings(run, self.matcher_for(run).findings(run, facts), facts)
+        """``run``'s ranked findings, read from the run as the findings so far tell it (the
+        releases its failure-site matches allow: the flags' spellings)."""
+        matcher = self.matcher_for(run)
+        told = run.with_release_hints(matcher.release_hints.get(run.index, set()))
+        facts = run_facts(told)
+        return _serving_findings.findings(told, matcher.findings(told, facts), facts)
+
+    def told(self, run: Run) -> Run:
+        """``run`` with what its findings learned of its release (``Run.with_release_hints``)."""
+        return run.with_release_hints(self.matcher_for(run).release_hints.get(run.index, set()))
 
     def report(self, name: str, options: Options | None = None,
                findings_of: Callable[[Run], list[Finding]] | None = None) -> Report:
@@ -229,17 +237,19 @@ class Analyzer:
         options = options or Options()
         if self._held is not None:
             self.settle()
-        runs = self.runs
-        index = options.run_index if options.run_index is not None else len(runs)
-        run = runs[index - 1] if runs and 1 <= index <= len(runs) else None
+        read_runs = self.runs
+        index = options.run_index if options.run_index is not None else len(read_runs)
+        read = read_runs[index - 1] if read_runs and 1 <= index <= len(read_runs) else None
         if self.start_offset is not None and self.start_line is None and options.run_index is None:
-            run = None  # the run of interest has not written a line yet: older runs are not it
-        findings = rank((findings_of or self.findings)(run)) if run is not None else []
+            read = None  # the run of interest has not written a line yet: older runs are not it
+        findings = rank((findings_of or self.findings)(read)) if read is not None else []
+        runs = [self.told(r) for r in read_runs]  # as the findings tell them (their release)
+        run = runs[index - 1] if read is not None else None
         primary = next((f for f in findings if f.is_problem), None)
         if run is not None and primary is not None and primary.phase in PHASE_RANK:
-            read = run
-            run = read.reached(primary.phase, primary.evidence[0].line if primary.evidence else read.last_line)
-            runs = [run if r is read else r for r in runs]
+            told = run
+            run = told.reached(primary.phase, primary.evidence[0].line if primary.evidence else told.last_line)
+            runs = [run if r is told else r for r in runs]
         return Report(file=name, runs=runs, run=run, findings=findings,
                       lines=self.lines, bytes=self.bytes, detection=self.detection,
                       slow_patterns=list(self.matcher.guard.slow.values()))

@@ -382,6 +382,8 @@ class Matcher:
         self.guard = RegexGuard()  # regex timeouts per pattern (a backtracking user pattern)
         # per run, the last error lines no pattern claimed: looked up in the site index
         self.unclaimed: dict[int, deque[Event]] = {}
+        # per run, the releases the failure sites matched allow (Run.with_release_hints)
+        self.release_hints: dict[int, set[str]] = {}
 
     def _guarded(self, pattern: Pattern, match: Callable[..., Any], *args: Any) -> Any:
         """``match(*args)``, or None when ``pattern`` was disabled for timing out or its regex
@@ -464,7 +466,8 @@ class Matcher:
                 matched_ids.add(pattern.id)
                 break
         if not new:
-            new.append(site_hit(tb, run) or home_hit(tb, run) or self._unexplained(tb, run))
+            new.append(site_hit(tb, run, self.release_hints.setdefault(run.index, set()))
+                       or home_hit(tb, run) or self._unexplained(tb, run))
         # One traceback, one explanation: the most specific pattern (highest priority) wins,
         # so a generic match (e.g. "raised in argument handling") never repeats a specific one.
         best = max(new, key=lambda h: (h.pattern.priority, h.confidence))
@@ -518,7 +521,8 @@ class Matcher:
         year = printed_year(run.started_at or run.ended_at)
         if not any(h.pattern.is_problem and h.pattern.role == "cause" and h.pattern.priority > SITE_PRIORITY
                    for h in hits):  # a plain error line may name the cause a site knows
-            hits += [h for e in self.unclaimed.get(run.index, ()) if (h := site_line_hit(e, run))]
+            hints = self.release_hints.setdefault(run.index, set())
+            hits += [h for e in self.unclaimed.get(run.index, ()) if (h := site_line_hit(e, run, hints))]
         merged: dict[tuple, Finding] = {}
         for hit in hits:
             p = hit.pattern
@@ -594,15 +598,16 @@ SITE_PRIORITY = 30  # below every curated pattern that names the cause, above th
 MIN_SITE_CONFIDENCE = 0.5
 
 
-def site_hit(tb: Traceback, run: Run) -> Hit | None:
+def site_hit(tb: Traceback, run: Run, hints: set[str]) -> Hit | None:
     """A traceback no pattern explains, matched to the site of the log's server that raised it: the
     finding names the site, the failed check in words, and the flags the site names. A site
-    match also narrows the release range of a log that does not print its version."""
+    match also narrows the release range of a log that does not print its version: added to
+    ``hints`` (the matcher's for the run, ``Run.with_release_hints``)."""
     data = run.dialect.sites
     if not tb.exc_type or data is None:
         return None
     found = _sites.match_traceback(tb, data)
-    made = _site_pattern(found, run, tb.exc_type, tb.message)
+    made = _site_pattern(found, run, hints, tb.exc_type, tb.message)
     if made is None or found is None:
         return None
     pattern, facts = made
@@ -634,7 +639,7 @@ def home_hit(tb: Traceback, run: Run) -> Hit | None:
                {"raised_in": {"file": frame.file, "function": frame.function}})
 
 
-def site_line_hit(event: Event, run: Run) -> Hit | None:
+def site_line_hit(event: Event, run: Run, hints: set[str]) -> Hit | None:
     """A plain error line no pattern claims, matched to the site that printed it (a log call
     or the argument parser; an exception line is a traceback of its own). It is a cause only in a
     run that then failed: not served after it, and ended by an ending event or a traceback
@@ -650,7 +655,7 @@ def site_line_hit(event: Event, run: Run) -> Hit | None:
     found = _sites.site_index(data).lookup(None, message, cut=event.line.truncated or not event.line.eol)
     if found is None or found.site.kind == "log.warning":
         return None
-    made = _site_pattern(found, run, None, message)
+    made = _site_pattern(found, run, hints, None, message)
     if made is None:
         return None
     pattern, facts = made
@@ -661,7 +666,7 @@ def site_line_hit(event: Event, run: Run) -> Hit | None:
 TAIL_OF_RUN = 20  # lines: an error line this close to where a failed start-up's log stops
 
 
-def _site_pattern(found: _sites.SiteMatch | None, run: Run, exc_type: str | None,
+def _site_pattern(found: _sites.SiteMatch | None, run: Run, hints: set[str], exc_type: str | None,
                   message: str) -> tuple[Pattern, dict[str, Any]] | None:
     """The finding a site match stands for (its home's category), or None when the match is
     too weak or its home has no category."""
@@ -676,10 +681,10 @@ def _site_pattern(found: _sites.SiteMatch | None, run: Run, exc_type: str | None
     low, high = found.release_bounds
     if found.confidence >= 0.7:
         if low != index.releases[0]:
-            run.version_hints.add(f">={low}")
+            hints.add(f">={low}")
         if high != index.releases[-1]:
-            run.version_hints.add(f"<={high}")
-    release, bounds = _release_of(run)
+            hints.add(f"<={high}")
+    release, bounds = _release_of(run.with_release_hints(hints))
     flags = list(dict.fromkeys(_sites.flag_as_spelled(f, *bounds, data, run.dialect.label) for f in
                                [*site.flags, *(f"--{a.replace('_', '-')}" for a in site.args)]))
     condition = _sites.plain_condition(site.conditions)

@@ -141,6 +141,14 @@ class Run:
                 out.append((ends[0].number, ends[0].line.text))
         return out
 
+    def with_release_hints(self, hints: set[str]) -> Run:
+        """The run as the findings tell it: ``hints`` (the releases the server's failure sites
+        that matched allow, ``>=0.5.9``/``<=0.5.14``) beside the log format's own. A copy when
+        they add any: the run read from the log keeps what the log showed."""
+        if hints <= self.version_hints:
+            return self
+        return replace(self, version_hints=self.version_hints | hints)
+
     @property
     def sglang_version(self) -> str | None:
         """The release, when the server is SGLang (the JSON's ``sglang_version``)."""

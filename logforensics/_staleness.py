@@ -34,8 +34,9 @@ import stat
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ._catalog import Catalog
 from ._clock import TOLERANCE, age, duration, epoch, iso, log_epoch
 from ._dialects import DEFAULT, DIALECTS, Dialect
 from ._findings import Evidence, Finding, rank, stage_finding
@@ -49,11 +50,8 @@ from ._procinfo import (
     server_processes,
     std_streams,
 )
-
-if TYPE_CHECKING:
-    from ._catalog import Catalog
-    from ._report import Report
-    from ._runs import Run
+from ._report import Report
+from ._runs import Run
 
 STATES = ("FRESH", "STALE", "EMPTY", "SILENT", "DEAD")
 # the stages of the built-in patterns (patterns/builtin/) whose findings are the detector's verdicts

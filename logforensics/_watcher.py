@@ -197,8 +197,7 @@ class Watcher:
     def _check_findings(self, run: Run, pending: list[Traceback] | None = None) -> None:
         self._hits_seen[run.index] = len(self.analyzer.matcher_for(run).hits.get(run.index, ()))
         if pending:
-            scratch = Matcher(self.catalog)
-            scratch.hits = {run.index: list(self.analyzer.matcher_for(run).hits.get(run.index, ()))}
+            scratch = self._scratch(run)
             self._pending_tracebacks = list(pending)
             for tb in pending:
                 self._pending_hits.extend(scratch.on_traceback(tb, run))
@@ -212,14 +211,22 @@ class Watcher:
         """``run``'s ranked findings now, including those of a traceback still open at the
         last idle flush (matched on a throwaway ``Matcher`` seeded with the run's hits)."""
         if self._pending_hits and run is self.run:
-            scratch = Matcher(self.catalog)
-            scratch.hits = {run.index: list(self.analyzer.matcher_for(run).hits.get(run.index, ()))
-                            + self._pending_hits}
+            scratch = self._scratch(run)
+            scratch.hits[run.index] += self._pending_hits
             # the facts as explain's would be once the open traceback is part of the run
-            seen = copy.copy(run)
+            seen = copy.copy(self.analyzer.told(run))
             seen.tracebacks = run.tracebacks + self._pending_tracebacks
             return scratch.findings(seen, run_facts(seen))
         return self.analyzer.findings(run)
+
+    def _scratch(self, run: Run) -> Matcher:
+        """A throwaway matcher seeded with ``run``'s hits, for a traceback still open; what its
+        site matches learn of the release is the run's (the analyzer's matcher keeps it)."""
+        matcher = self.analyzer.matcher_for(run)
+        scratch = Matcher(self.catalog)
+        scratch.hits = {run.index: list(matcher.hits.get(run.index, ()))}
+        scratch.release_hints = matcher.release_hints
+        return scratch
 
     def _report(self, f: Finding) -> None:
         key = _finding_key(f)

@@ -462,3 +462,21 @@ def test_a_cut_inside_a_wide_gap_after_few_words_is_no_match():
     cut = "[2026-12-02 01:11:17] init_cpu_threads_env and shared memory based AllReduce is "
     assert _search(isa, cut, True) is None
     assert _search(isa, "this CPU does not support AVX2", False) is not None
+
+
+def test_what_a_site_match_says_of_the_release_is_the_reports_not_written_into_the_run():
+    """A failure-site match narrows the release range of a log that prints no version: the
+    report's run says so (a told copy), the run read from the log keeps what the log showed."""
+    from conftest import REPO
+
+    from logforensics._analysis import Analyzer, chunks_of
+
+    path = REPO / "fixtures" / "tokenizer_load_failed__slow_mode_fast_tokenizer.log"
+    analyzer = Analyzer()
+    analyzer.consume(chunks_of(path))
+    analyzer.finish()
+    report = analyzer.report(str(path))
+    read, told = analyzer.runs[-1], report.runs[-1]
+    assert analyzer.matcher.release_hints[read.index] == {">=0.5.11"}  # the site's
+    assert told.version_hints == {">=0.5.11", "<=0.5.18"} and told.version_range == "0.5.11–0.5.18"
+    assert read.version_hints == {"<=0.5.18"}  # the log format's alone
