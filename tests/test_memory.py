@@ -551,6 +551,16 @@ def test_sigquit_after_the_figures_is_their_symptom():
     assert ids[0] == "kv_cache_no_room_mem_fraction" and "child_failed_sigquit" in ids[1:]
 
 
+def test_other_ranks_nccl_timeouts_after_the_figures_are_their_symptom():
+    lines = _no_room_lines(keep=lambda x: "sigquit" not in x and "kill_process_tree" not in x and x != "Killed")
+    lines.append("[rank1]:[E1109 08:24:49.604417283 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective "
+                 "operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                 "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.")
+    report = explain_bytes(*lines)
+    ids = [f.id for f in report.findings if f.is_problem]
+    assert ids[0] == "kv_cache_no_room_mem_fraction" and len(ids) > 1, ids
+
+
 @pytest.mark.parametrize("why, lines", [
     ("room small but positive, still starting", _no_room_lines(mfs="0.85", keep=lambda x: "sigquit" not in x
                                                                 and "kill_process_tree" not in x and x != "Killed")),
