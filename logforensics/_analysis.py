@@ -98,7 +98,7 @@ class Analyzer:
         self.matcher = Matcher(self.catalog.for_dialect(dialect.name))
         self._matchers = {dialect.name: self.matcher}  # a mixed file's other servers' own
         self.fast = FastPath(dialect, self.events, self.tracker, feed=self.feed, flush=self.flush_bulk,
-                             native=self._native_scan)
+                             line_specs=self.matcher.catalog.line_specs, native=self._native_scan)
 
     def _hold(self, raw: RawLine) -> list[Event]:
         """Hold ``raw`` back until the dialect is known; the held lines' events once it is."""

@@ -10,16 +10,18 @@ the stages and hands it its ``feed`` and ``flush_bulk``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
+from typing import Any
 
 from ._dialects import Dialect
 from ._dialects.base import StatsMarks
 from ._events import Event
+from ._findings import required_literals
 from ._lines import decode
 from ._pipeline import EventStream
 from ._runs import RunTracker
-from ._serving import layout, point
+from ._serving import HEALTH_PATHS, JIT_WORDS, layout, point
 from ._sources import RawLine, SpecialLine, iter_spans
 from ._tracebacks import TracebackAssembler
 
@@ -31,106 +33,94 @@ except ImportError:  # not built (no C compiler at install): the same scan runs 
     ScanTemplates = None
 
 # fast-path line categories (``FastPath.consume``); OTHER takes the full path
-OTHER, DECODE, PREFILL, ACCESS, REQUEST, BLANK = 0, 1, 2, 3, 4, 5
+OTHER, DECODE, PREFILL, ACCESS, REQUEST, BLANK, NOTE, WARN, SERVER_ERROR = range(9)
+CATEGORIES = 9
+# the event kinds whose lines only count (``FastPath._inert`` checks each template): a plain
+# message, a warning
+NOTE_KINDS = {"line": NOTE, "warning": WARN}
+# the categories whose first line in a stretch is read too (a run's first batch, started_at …);
+# every category's last line is read
+FIRSTS = (DECODE, PREFILL, NOTE, WARN, SERVER_ERROR)
+# the categories a C scan reports, in the order of its places
+SCANNED = (DECODE, PREFILL, ACCESS, REQUEST, NOTE, WARN, SERVER_ERROR)
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_STR_DIGITS = str.maketrans("123456789", "000000000")
 _ZEROS = repeat(OTHER)
 TEMPLATE_MAX_BYTES = 1024  # longer lines are never statistics lines: full path, not learned
 TEMPLATE_MAX_COUNT = 20_000  # bound on the learned templates (memory stays flat)
+STATUS_DIGITS = b"000"  # an HTTP status in a template
 
 
-def template_category(stream: EventStream, data: bytes) -> tuple[int, int]:
-    """What the full path (``stream``'s prefix and rules) makes of ``data`` alone (no
-    traceback open): ``(category, status)``. A fast-path category only for a line that
-    becomes exactly one batch or access event and leaves no traceback open."""
+def template_event(stream: EventStream, data: bytes) -> Event | None:
+    """The one event the full path (``stream``'s prefix and rules) makes of ``data`` alone,
+    or None when the line touches the traceback assembler (opens, continues or ends one)."""
     line = decode(RawLine(1, 0, data), stream.prefix)
     event = stream.tokenizer.tokenize(line)
     assembler = TracebackAssembler()
     consumed, done = assembler.feed(line, event.kind)
     if consumed or done or assembler.has_open:
-        return OTHER, 0
+        return None
+    return event
+
+
+def template_category(stream: EventStream, data: bytes) -> int:
+    """The fast-path category of the event ``data`` alone makes (``template_event``), before
+    the checks a template must pass: OTHER for every kind but a batch, access, request-log or
+    note kind."""
+    event = template_event(stream, data)
+    if event is None:
+        return OTHER
     kind = event.kind
     if kind == "decode_batch":
-        return DECODE, 0
+        return DECODE
     if kind == "prefill_batch":
-        return PREFILL, 0
+        return PREFILL
     if kind == "access_log":
-        status = event.fields.get("status")
-        return ACCESS, status if isinstance(status, int) else 0
+        return ACCESS
     if kind == "request_log":
-        return REQUEST, 0
-    return OTHER, 0
-
-
-def learn_template(stream: EventStream, data: bytes, template: bytes) -> int:
-    """The fast-path category of every line whose digits-as-zeros form is ``template``.
-
-    The full path treats every digit alike (``\\d``, never a literal digit: the rules' regexes
-    are checked for that in the tests), so a line and its template get the same event kind.
-    Both are run through the full path and must agree. An access line's template must end in
-    the dialect's ``ok_end`` (``HTTP/x.x" 000 OK``) with one ``protocol`` (``HTTP/``) in it, so
-    that its status is the one at its end: ``consume`` then checks, by counting ``" 200 OK\\n``
-    at C speed, that every access line of a stretch is a 200 (other statuses take the full
-    path)."""
-    if len(data) > TEMPLATE_MAX_BYTES:
-        return OTHER
-    cat, _ = template_category(stream, template)
-    if cat == OTHER or template_category(stream, data)[0] != cat:
-        return OTHER
-    stats = stream.dialect.stats
-    ok_end = template.endswith(stats.ok_end.translate(_DIGITS))
-    if cat == ACCESS:
-        return ACCESS if ok_end and template.count(stats.protocol) == 1 else OTHER
-    return OTHER if ok_end else cat
-
-
-def _demote_non_200(block: bytes, tl: list, cats: list, a: int, b: int, pos: int, ok_end: bytes) -> None:
-    """Send the access lines of lines ``a``..``b-1`` that do not end in ``ok_end`` (a 200,
-    newline included) down the full path."""
-    for j in range(a, b):
-        size = len(tl[j])
-        if cats[j] == ACCESS and not block.startswith(ok_end, pos + size - len(ok_end) + 1):
-            cats[j] = OTHER
-        pos += size + 1
+        return REQUEST
+    return NOTE_KINDS.get(kind, OTHER)
 
 
 StretchItem = tuple[int, int, bytes, int]  # a fast-path line: (number, offset, data, category)
 
 
 class BulkStretch:
-    """A stretch of statistics lines seen on the fast path: counts, and the lines that
-    represent it (its first line, the first and last prefill and decode lines, the last
-    access and request-log lines). Items are ``(number, offset, data, category)``. ``stats``:
-    the dialect's marks of its statistics lines."""
+    """A stretch of statistics lines seen on the fast path: counts per category, and the
+    lines that represent it (its first line, the first line of each of ``FIRSTS``, the last
+    line of every category). Items are ``(number, offset, data, category)``. ``stats``: the
+    dialect's marks of its statistics lines."""
 
-    __slots__ = ("count", "batches", "requests", "first", "first_prefill", "last_prefill",
-                 "first_decode", "last_decode", "last_access", "last_request", "last_number",
-                 "stats", "ok_end")
+    __slots__ = ("count", "counts", "first", "firsts", "lasts", "last_number", "stats")
     first: StretchItem | None
-    first_prefill: StretchItem | None
-    last_prefill: StretchItem | None
-    first_decode: StretchItem | None
-    last_decode: StretchItem | None
-    last_access: StretchItem | None
-    last_request: StretchItem | None
+    firsts: list[StretchItem | None]
+    lasts: list[StretchItem | None]
 
     def __init__(self, stats: StatsMarks) -> None:
         self.stats = stats
-        self.ok_end = stats.ok_end + b"\n"
         self.reset()
 
     def reset(self) -> None:
-        self.count = self.batches = self.requests = self.last_number = 0
-        self.first = self.first_prefill = self.last_prefill = None
-        self.first_decode = self.last_decode = self.last_access = self.last_request = None
+        self.count = self.last_number = 0
+        self.counts = [0] * CATEGORIES
+        self.first = None
+        self.firsts = [None] * CATEGORIES
+        self.lasts = [None] * CATEGORIES
+
+    def _place(self, item: StretchItem) -> None:
+        cat = item[3]
+        self.counts[cat] += 1
+        if self.first is None:
+            self.first = item
+        if cat in FIRSTS and self.firsts[cat] is None:
+            self.firsts[cat] = item
+        self.lasts[cat] = item
 
     def add_request(self, number: int, offset: int, data: bytes) -> None:
         """One request-log line (``Receive: obj=…``): only extends the stretch."""
         self.count += 1
         self.last_number = number
-        item = (number, offset, data, REQUEST)
-        if self.first is None:
-            self.first = item
-        self.last_request = item
+        self._place((number, offset, data, REQUEST))
 
     def add(self, number: int, offset: int, data: bytes) -> None:
         """One line (``logx watch``'s per-line fast path: a byte test decides)."""
@@ -144,40 +134,16 @@ class BulkStretch:
             cat = PREFILL
         else:
             cat = ACCESS
-        item = (number, offset, data, cat)
-        if self.first is None:
-            self.first = item
-        if cat == DECODE:
-            self.batches += 1
-            self.last_decode = item
-            if self.first_decode is None:
-                self.first_decode = item
-        elif cat == PREFILL:
-            self.batches += 1
-            self.last_prefill = item
-            if self.first_prefill is None:
-                self.first_prefill = item
-        else:
-            self.requests += 1
-            self.last_access = item
+        self._place((number, offset, data, cat))
 
     def add_segment(self, block: bytes, tl: list, cats: list, a: int, b: int, start: int, end: int,
-                    number: int, offset: int) -> bool:
+                    number: int, offset: int) -> None:
         """Lines ``a``..``b-1`` of ``block`` (bytes ``start``..``end``), all of a fast-path
         category; ``tl`` holds their templates (same lengths as the lines). ``number`` and
-        ``offset`` are those of the block's line 0. Returns False, changing nothing, when an
-        access line among them is not a 200 (the caller then sends it down the full path)."""
+        ``offset`` are those of the block's line 0."""
         seg = cats[a:b]
-        n_access = seg.count(ACCESS)
-        if n_access and block.count(self.ok_end, start, end) != n_access:
-            return False
-        n_decode, n_prefill, n_request = seg.count(DECODE), seg.count(PREFILL), seg.count(REQUEST)
         self.count += b - a
         self.last_number = number + b
-        if not (n_decode or n_prefill or n_access or n_request):
-            return True  # blank lines only
-        self.batches += n_decode + n_prefill
-        self.requests += n_access
 
         def item(k: int, cat: int) -> StretchItem:
             j = a + k
@@ -187,61 +153,44 @@ class BulkStretch:
             pos = start + sum(map(len, tl[a:j])) + k if near_start else end - sum(map(len, tl[j:b])) - (b - j)
             return (number + j + 1, offset + pos, block[pos : pos + size], cat)
 
+        present = [(seg.index(cat), cat) for cat in SCANNED if cat in seg]
+        if not present:
+            return  # blank lines only
         rev = seg[::-1]
         last = len(seg) - 1
         if self.first is None:
-            k = min(seg.index(c) for c, n in ((DECODE, n_decode), (PREFILL, n_prefill),
-                                                (ACCESS, n_access), (REQUEST, n_request)) if n)
-            self.first = item(k, seg[k])
-        if n_decode:
-            if self.first_decode is None:
-                self.first_decode = item(seg.index(DECODE), DECODE)
-            self.last_decode = item(last - rev.index(DECODE), DECODE)
-        if n_prefill:
-            if self.first_prefill is None:
-                self.first_prefill = item(seg.index(PREFILL), PREFILL)
-            self.last_prefill = item(last - rev.index(PREFILL), PREFILL)
-        if n_access:
-            self.last_access = item(last - rev.index(ACCESS), ACCESS)
-        if n_request:
-            self.last_request = item(last - rev.index(REQUEST), REQUEST)
-        return True
+            self.first = item(*min(present))
+        for k, cat in present:
+            self.counts[cat] += seg.count(cat)
+            if cat in FIRSTS and self.firsts[cat] is None:
+                self.firsts[cat] = item(k, cat)
+            self.lasts[cat] = item(last - rev.index(cat), cat)
 
     def add_scanned(self, block: bytes, number: int, offset: int, scanned: tuple) -> None:
         """What ``Templates.scan`` consumed of ``block`` (``offset``: the block's; ``number``:
         that of the line before the first one scanned)."""
-        _end, lines, decode, prefill, access, request, _buckets = scanned
+        lines = scanned[1]
         self.count += lines
         self.last_number = number + lines
-        self.batches += decode[0] + prefill[0]
-        self.requests += access[0]
 
         def item(index: int, at: int, cat: int) -> StretchItem:
             return (number + index + 1, offset + at, block[at : block.index(b"\n", at)], cat)
 
+        present = [(cat, places) for cat, places in zip(SCANNED, scanned[2:9], strict=True) if places[0]]
+        if not present:
+            return  # blank lines only
         if self.first is None:
-            firsts = [(places[1], places[2], cat) for cat, places in
-                      ((DECODE, decode), (PREFILL, prefill), (ACCESS, access), (REQUEST, request)) if places[0]]
-            if firsts:  # else blank lines only
-                self.first = item(*min(firsts))
-        if decode[0]:
-            if self.first_decode is None:
-                self.first_decode = item(decode[1], decode[2], DECODE)
-            self.last_decode = item(decode[3], decode[4], DECODE)
-        if prefill[0]:
-            if self.first_prefill is None:
-                self.first_prefill = item(prefill[1], prefill[2], PREFILL)
-            self.last_prefill = item(prefill[3], prefill[4], PREFILL)
-        if access[0]:
-            self.last_access = item(access[3], access[4], ACCESS)
-        if request[0]:
-            self.last_request = item(request[3], request[4], REQUEST)
+            self.first = item(*min((places[1], places[2], cat) for cat, places in present))
+        for cat, places in present:
+            self.counts[cat] += places[0]
+            if cat in FIRSTS and self.firsts[cat] is None:
+                self.firsts[cat] = item(places[1], places[2], cat)
+            self.lasts[cat] = item(places[3], places[4], cat)
 
     def representatives(self) -> list[StretchItem]:
         """The lines that go through the full pipeline, in file order, as
         ``(number, offset, data, category)``."""
-        items = {i for i in (self.first, self.first_prefill, self.last_prefill, self.first_decode,
-                             self.last_decode, self.last_access, self.last_request) if i}
+        items = {i for i in (self.first, *self.firsts, *self.lasts) if i}
         return sorted(items)
 
 
@@ -249,16 +198,22 @@ class FastPath:
     """The fast path of one dialect's ``EventStream`` and ``RunTracker``: the learned templates
     (``template -> category``, and the C scan's copies), the decode templates' layouts, the
     request-log heads and the pending ``BulkStretch``. ``feed``/``flush``: the analyzer's
-    ``feed`` (a line down the full path) and ``flush_bulk`` (the stretch's representatives)."""
+    ``feed`` (a line down the full path) and ``flush_bulk`` (the stretch's representatives);
+    ``line_specs``: the catalog's line patterns for this dialect (a line one of them may match
+    is never only counted)."""
 
     def __init__(self, dialect: Dialect, events: EventStream, tracker: RunTracker, *,
                  feed: Callable[[RawLine], list[Event]], flush: Callable[[], list[Event]],
-                 native: bool) -> None:
+                 line_specs: Sequence[tuple[Any, Any]], native: bool) -> None:
         self.dialect, self.events, self.tracker = dialect, events, tracker
         self.feed, self.flush = feed, flush
+        self.line_specs = line_specs
+        self._literals: list[tuple[tuple[str, ...], bool] | None] | None = None  # of line_specs, on first use
         self.bulk = BulkStretch(dialect.stats)
         self.templates: dict[bytes, int] = {b"": BLANK}  # template -> category
         self.layouts: dict[bytes, tuple] = {}  # decode template -> where its figures are (serving.layout)
+        # access template -> (where its status is, whether its path is a health check's)
+        self.statuses: dict[bytes, tuple[int, bool]] = {}
         self.request_heads: dict[bytes, int] = {}  # request-log head template -> category
         # the C scan's copies of the two tables above (None: the Python scan)
         self.scanner: _scan.Templates | None = None
@@ -270,8 +225,12 @@ class FastPath:
     def _new_scan_table(self) -> _scan.Templates:
         assert ScanTemplates is not None  # only called with the C scan built
         stats = self.dialect.stats
-        return ScanTemplates(ok_end=stats.ok_end, request_mark=stats.request_mark,
-                             request_min_len=stats.request_min_len, request_window=stats.request_window)
+        return ScanTemplates(request_mark=stats.request_mark, request_min_len=stats.request_min_len,
+                             request_window=stats.request_window)
+
+    def _add_to_scan(self, table: _scan.Templates, t: bytes, cat: int) -> None:
+        status_at, health = self.statuses.get(t, (-1, False))
+        table.add(t, cat, self.layouts.get(t, ()), status_at, health)
 
     def consume(self, chunks: Iterable[bytes], number: int, offset: int) -> tuple[int, int]:
         """Read ``chunks`` (after line ``number``, at byte ``offset``) on the fast path; the
@@ -308,13 +267,13 @@ class FastPath:
         offset -= start  # the input offset of block[0]
         pos, i = start, 0  # byte offset and index of the next line
         while pos < end:
-            if not assembler.has_open:
+            if not assembler.has_open and self._timed():
                 series = self.tracker.current.serving.series
                 width = series.width
                 scanner = self.scanner  # read each time: a full template table is rebuilt
                 assert scanner is not None
                 scanned = scanner.scan(block, pos, heads, end, width)
-                series.add_buckets(scanned[6], width)
+                series.add_buckets(scanned[9], width)
                 if scanned[1]:
                     bulk.add_scanned(block, number + i, offset, scanned)
                     pos, i = scanned[0], i + scanned[1]
@@ -322,7 +281,7 @@ class FastPath:
                         break
             nl = block.index(b"\n", pos)
             data = block[pos:nl]
-            if not assembler.has_open:
+            if not assembler.has_open and self._timed():
                 t = data.translate(_DIGITS)
                 if self._learn(t, data):
                     continue  # a new statistics template: scan again from this line
@@ -349,16 +308,16 @@ class FastPath:
         n = len(cats)
         i = pos = 0
         while i < n:
-            if not assembler.has_open:
+            if not assembler.has_open and self._timed():
                 try:
                     j = cats.index(OTHER, i)
                 except ValueError:
                     j = n
                 if j > i:
                     end = len(block) if j == n else pos + sum(map(len, tl[i:j])) + (j - i)
-                    if not bulk.add_segment(block, tl, cats, i, j, pos, end, number, offset):
-                        _demote_non_200(block, tl, cats, i, j, pos, bulk.ok_end)
-                        continue
+                    if ACCESS in cats[i:j] and self._read_statuses(block, tl, cats, i, j, pos):
+                        continue  # a 5xx answer to a health check in it: the segment ends before
+                    bulk.add_segment(block, tl, cats, i, j, pos, end, number, offset)
                     self._series_of_segment(block, tl, cats, i, j, pos)
                     i, pos = j, end
                     if i == n:
@@ -381,6 +340,11 @@ class FastPath:
             pos += size + 1
         return n
 
+    def _timed(self) -> bool:
+        """Whether the current run has printed its start time: until it has, every line is
+        read (the first line with a time, whatever its kind, is the run's start)."""
+        return self.tracker.current.started_at is not None
+
     def _series_of_segment(self, block: bytes, tl: list, cats: list, a: int, b: int, pos: int) -> None:
         """Add the decode lines of lines ``a``..``b-1`` of ``block`` (the first at ``pos``) to
         the run's series, as the C scan does (the Python scan's share of ``serving.Series``)."""
@@ -396,19 +360,102 @@ class FastPath:
                     series.add(*point(block[pos : pos + len(t)], spans))
             pos += len(t) + 1
 
+    def _learn_template(self, data: bytes, template: bytes) -> int:
+        """The fast-path category of every line whose digits-as-zeros form is ``template``.
+
+        The full path treats every digit alike (``\\d``, never a literal digit: the rules' regexes
+        are checked for that in the tests), so a line and its template get the same event kind.
+        Both are run through the full path and must agree. An access template must hold one
+        ``protocol`` (``HTTP/``) and its status right after the dialect's ``status_mark``
+        there (``" 000``), so the scan reads each line's status at that place: ACCESS below 500,
+        SERVER_ERROR from 500, the full path for a 5xx answer to a health check. A note (a
+        plain message, a warning) must pass ``_inert``."""
+        if len(data) > TEMPLATE_MAX_BYTES:
+            return OTHER
+        t_event, event = template_event(self.events, template), template_event(self.events, data)
+        if t_event is None or event is None or t_event.kind != event.kind:
+            return OTHER
+        cat = template_category(self.events, template)
+        if cat == ACCESS:
+            return self._learn_access(template, data, event)
+        if cat in (NOTE, WARN) and not self._inert(template, t_event, event):
+            return OTHER
+        return cat
+
+    def _learn_access(self, template: bytes, data: bytes, event: Event) -> int:
+        """ACCESS when ``template`` has its status after the dialect's ``status_mark``, where
+        the line ``data`` (its ``event``) has the status the full path read."""
+        stats = self.dialect.stats
+        status = event.fields.get("status")
+        if template.count(stats.protocol) != 1 or not isinstance(status, int):
+            return OTHER
+        mark = template.find(stats.status_mark, template.index(stats.protocol))
+        at = mark + len(stats.status_mark)
+        end = at + len(STATUS_DIGITS)
+        if mark < 0 or template[at:end] != STATUS_DIGITS or template[end:end + 1] == b"0" \
+                or data[at:end] != b"%03d" % status:
+            return OTHER
+        self.statuses[template] = (at, str(event.fields.get("path", "")).startswith(HEALTH_PATHS))
+        return ACCESS
+
+    def _inert(self, template: bytes, t_event: Event, event: Event) -> bool:
+        """Whether every line of ``template`` (a note: ``t_event`` its event, ``event`` a
+        line's) does the same to the report as any other, so that a stretch's first and last
+        stand for the rest and a count does the rest: of this server, in no phase, no memory,
+        ending, start-up or version fact, no process id in its wrapper, no word the serving
+        statistics read, and no catalog line pattern can match it (each pattern requires one
+        of its literals, and none is in the template, digits as zeros)."""
+        d = self.dialect
+        kind = event.kind
+        if event.dialect not in (None, d.name) or kind in d.event_phase or kind in d.memory_kinds \
+                or kind in d.ending_kinds or kind in d.startup_kinds or kind in d.launch_kinds:
+            return False
+        if d.version_hints(kind, event.fields) or d.version_hints(kind, t_event.fields):
+            return False
+        text = t_event.line.text
+        if (d.pid_wrappers and t_event.line.wrapper.startswith(d.pid_wrappers)) \
+                or any(word in text for word in JIT_WORDS):
+            return False
+        if self._literals is None:
+            self._literals = [required_literals(spec.line) for _, spec in self.line_specs]
+        folded = text.casefold()
+        for need in self._literals:
+            if need is None:
+                return False
+            literals, casefold = need
+            # a line holding a literal holds it with digits as zeros in its template
+            if any(lit.translate(_STR_DIGITS) in (folded if casefold else text) for lit in literals):
+                return False
+        return True
+
+    def _read_statuses(self, block: bytes, tl: list, cats: list, a: int, b: int, pos: int) -> bool:
+        """Read the status of each access line of lines ``a``..``b-1`` (the first at ``pos``),
+        as the C scan does: a 5xx is SERVER_ERROR, to a health check OTHER (then True)."""
+        statuses = self.statuses
+        health_5xx = False
+        for j in range(a, b):
+            t = tl[j]
+            if cats[j] == ACCESS:
+                at, health = statuses[t]
+                if block[pos + at] >= 53:  # "5"
+                    cats[j] = OTHER if health else SERVER_ERROR
+                    health_5xx = health_5xx or health
+            pos += len(t) + 1
+        return health_5xx
+
     def _learn(self, t: bytes, data: bytes) -> bool:
         """Learn the template ``t`` of the line ``data`` if it is new; True when it is a new
         statistics template (the line and its like are then counted, not fed)."""
         known = self.templates
         if len(t) > TEMPLATE_MAX_BYTES or t in known or not self._room_for_template():
             return False
-        cat = known[t] = learn_template(self.events, data, t)
+        cat = known[t] = self._learn_template(data, t)
         if cat == DECODE:
             spans = layout(t, self.dialect.stats.series)
             if spans is not None:
                 self.layouts[t] = spans
         if self.scanner is not None:
-            self.scanner.add(t, cat, self.layouts.get(t, ()))
+            self._add_to_scan(self.scanner, t, cat)
         return cat != OTHER
 
     def _is_request_log(self, t: bytes, block: bytes, pos: int) -> bool:
@@ -428,8 +475,8 @@ class FastPath:
                 return False
             line = block[pos : pos + len(t)]
             cat = heads[head] = REQUEST if b"\r" not in line and (
-                template_category(self.events, line)[0] == REQUEST
-                == template_category(self.events, head + b"x)")[0]) else OTHER
+                template_category(self.events, line) == REQUEST
+                == template_category(self.events, head + b"x)")) else OTHER
             if self.scan_heads is not None:
                 self.scan_heads.add(head, cat)
         return cat == REQUEST and b"\r" not in block[pos : pos + len(t)]
@@ -446,7 +493,7 @@ class FastPath:
         if self.scanner is not None:
             self.scanner = self._new_scan_table()
             for t, c in kept.items():
-                self.scanner.add(t, c, self.layouts.get(t, ()))
+                self._add_to_scan(self.scanner, t, c)
         return len(known) < TEMPLATE_MAX_COUNT // 2
 
     def take(self, raw: RawLine) -> bool:
@@ -476,7 +523,12 @@ class FastPath:
             self.tracker.replaying = False
         run = self.tracker.current
         run.last_line = max(run.last_line, bulk.last_number)
-        run.batches += bulk.batches - sum(1 for item in items if item[3] in (DECODE, PREFILL))
-        run.requests += bulk.requests - sum(1 for item in items if item[3] == ACCESS)
+        unread = list(bulk.counts)  # the lines counted but not read, per category
+        for item in items:
+            unread[item[3]] -= 1
+        run.batches += unread[DECODE] + unread[PREFILL]
+        run.requests += unread[ACCESS] + unread[SERVER_ERROR]
+        run.http_errors += unread[SERVER_ERROR]
+        run.warnings += unread[WARN]
         bulk.reset()
         return events

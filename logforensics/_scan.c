@@ -1,9 +1,10 @@
 /* The statistics scan of ``FastPath.consume`` in C (optional: _fastpath.py has the same
  * logic in Python and uses it when this module is not built).
  *
- * A serving log is mostly batch-statistics and HTTP-200 access lines. The analysis learns,
- * through its full pipeline, which line *templates* (the line with every digit made '0') are
- * such lines; ``Templates.scan`` then walks a block of complete lines and consumes every line
+ * A serving log is mostly batch-statistics and HTTP access lines, with frequent lines that
+ * only count (a known warning, a plain message, a 5xx answer). The analysis learns, through
+ * its full pipeline, which line *templates* (the line with every digit made '0') are such
+ * lines; ``Templates.scan`` then walks a block of complete lines and consumes every line
  * whose template is a learned statistics one (or that is a --log-requests line by its head),
  * stopping at the first line that is not: a new template (the caller learns it), any other
  * line (the caller feeds it to the full pipeline). It returns the counts and the positions of
@@ -12,8 +13,10 @@
  *
  * Categories are small ints shared with _fastpath.py (a test checks they agree). The marks a
  * statistics line is tested for come from the log's dialect (``dialects.base.StatsMarks``),
- * given when a table is made: ``Templates(ok_end=…, request_mark=…, request_min_len=…,
- * request_window=…)``; a table made without them counts no access or request-log lines.
+ * given when a table is made: ``Templates(request_mark=…, request_min_len=…,
+ * request_window=…)``; a table made without them counts no request-log lines. An ACCESS
+ * template is learned with the place of its status (``status_at``): a line of it is ACCESS
+ * below 500, SERVER_ERROR from 500 (the full path reads a 5xx answer to a health path).
  *
  * The serving series (``serving.Series``): a DECODE template may be learned with its *layout*,
  * the spans of its time parts and of its figures (the same in every line of the template, whose
@@ -26,7 +29,8 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { OTHER = 0, DECODE = 1, PREFILL = 2, ACCESS = 3, REQUEST = 4, BLANK = 5 };
+enum { OTHER = 0, DECODE = 1, PREFILL = 2, ACCESS = 3, REQUEST = 4, BLANK = 5, NOTE = 6, WARN = 7, SERVER_ERROR = 8 };
+#define CATEGORIES (SERVER_ERROR + 1)
 
 #define MAX_TEMPLATE 1024 /* _fastpath.TEMPLATE_MAX_BYTES: longer lines are never statistics */
 #define TIME_PARTS 6      /* serving.TIME_PARTS: year (length 0: not printed), month, day, h, m, s */
@@ -40,6 +44,8 @@ typedef struct {
     PyObject *template; /* bytes, owned; NULL = empty slot */
     int category;
     int has_layout;
+    Py_ssize_t status_at; /* ACCESS: where the status's first digit is; -1 none */
+    int health;           /* ACCESS: a health-check path (a 5xx answer to it is not counted) */
     Py_ssize_t spans[SPANS][2]; /* (offset, length) in the line; length 0: absent */
 } Entry;
 
@@ -48,10 +54,8 @@ typedef struct {
     Entry *slots;
     Py_ssize_t capacity; /* a power of two */
     Py_ssize_t used;
-    /* the dialect's marks: an access line counted must end in ok_end; a request-log line is
-     * longer than request_min_len and holds request_mark in its first request_window bytes */
-    char ok_end[MAX_TEMPLATE];
-    Py_ssize_t ok_end_len;
+    /* the dialect's marks: a request-log line is longer than request_min_len and holds
+     * request_mark in its first request_window bytes */
     char request_mark[MAX_TEMPLATE];
     Py_ssize_t request_mark_len;
     Py_ssize_t request_min_len;
@@ -132,19 +136,16 @@ static PyTypeObject TemplatesType;
 static int
 Templates_init(TemplatesObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"ok_end", "request_mark", "request_min_len", "request_window", NULL};
-    const char *ok_end = "", *mark = "";
-    Py_ssize_t ok_end_len = 0, mark_len = 0, min_len = 0, window = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$y#y#nn:Templates", keywords, &ok_end, &ok_end_len,
-                                     &mark, &mark_len, &min_len, &window))
+    static char *keywords[] = {"request_mark", "request_min_len", "request_window", NULL};
+    const char *mark = "";
+    Py_ssize_t mark_len = 0, min_len = 0, window = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$y#nn:Templates", keywords, &mark, &mark_len, &min_len,
+                                     &window))
         return -1;
-    if (ok_end_len > MAX_TEMPLATE || mark_len > MAX_TEMPLATE || window < 0 || window > MAX_TEMPLATE
-            || min_len < 0) {
-        PyErr_SetString(PyExc_ValueError, "marks and request_window must fit the template cap");
+    if (mark_len > MAX_TEMPLATE || window < 0 || window > MAX_TEMPLATE || min_len < 0) {
+        PyErr_SetString(PyExc_ValueError, "request_mark and request_window must fit the template cap");
         return -1;
     }
-    memcpy(self->ok_end, ok_end, (size_t)ok_end_len);
-    self->ok_end_len = ok_end_len;
     memcpy(self->request_mark, mark, (size_t)mark_len);
     self->request_mark_len = mark_len;
     self->request_min_len = min_len;
@@ -185,11 +186,12 @@ static PyObject *
 Templates_add(TemplatesObject *self, PyObject *args)
 {
     PyObject *template, *layout = NULL;
-    int category;
-    if (!PyArg_ParseTuple(args, "Si|O!:add", &template, &category, &PyTuple_Type, &layout))
+    int category, health = 0;
+    Py_ssize_t status_at = -1;
+    if (!PyArg_ParseTuple(args, "Si|O!np:add", &template, &category, &PyTuple_Type, &layout, &status_at, &health))
         return NULL;
-    if (category < OTHER || category > BLANK) {
-        PyErr_SetString(PyExc_ValueError, "category must be OTHER, DECODE, PREFILL, ACCESS, REQUEST or BLANK");
+    if (category < OTHER || category > WARN) {
+        PyErr_SetString(PyExc_ValueError, "category must be OTHER, DECODE, PREFILL, ACCESS, REQUEST, BLANK, NOTE or WARN");
         return NULL;
     }
     if (PyBytes_GET_SIZE(template) > MAX_TEMPLATE) {
@@ -201,6 +203,10 @@ Templates_add(TemplatesObject *self, PyObject *args)
     int has_layout;
     if (read_layout(layout, len, spans, &has_layout) < 0)
         return NULL;
+    if (status_at < -1 || status_at >= len) {
+        PyErr_SetString(PyExc_ValueError, "status_at must be -1 or inside the template");
+        return NULL;
+    }
     if ((self->used + 1) * 2 > self->capacity && grow(self) < 0)
         return NULL;
     const unsigned char *key = (const unsigned char *)PyBytes_AS_STRING(template);
@@ -214,6 +220,8 @@ Templates_add(TemplatesObject *self, PyObject *args)
     }
     e->category = category;
     e->has_layout = has_layout;
+    e->status_at = status_at;
+    e->health = health;
     memcpy(e->spans, spans, sizeof(spans));
     Py_RETURN_NONE;
 }
@@ -359,9 +367,10 @@ is_request_line(TemplatesObject *self, const char *line, Py_ssize_t len, Templat
     return e != NULL && e->category == REQUEST && memchr(line, '\r', (size_t)len) == NULL;
 }
 
-/* scan(block, pos, heads, end, width=0) -> (end, lines, decode, prefill, access, request, buckets)
+/* scan(block, pos, heads, end, width=0)
+ *     -> (end, lines, decode, prefill, access, request, note, warn, server_error, buckets)
  * Consumes the lines of block[pos:end] while each is a statistics line: its template is a learned DECODE, PREFILL,
- * ACCESS (a 200) or BLANK one, or it is a request-log line by ``heads``. ``end`` is the offset
+ * ACCESS, NOTE, WARN or BLANK one, or it is a request-log line by ``heads``. ``end`` is the offset
  * of the first line not consumed (``len(block)`` when all were), ``lines`` how many were. Each
  * category gives (count, first_index, first_offset, last_index, last_offset): indexes count
  * lines from ``pos``, offsets are byte offsets of line starts in ``block``; -1 when the
@@ -390,9 +399,9 @@ Templates_scan(TemplatesObject *self, PyObject *args)
         return NULL;
     }
     int64_t key = 0, agg[AGG] = {0};
-    Py_ssize_t lines = 0, counts[BLANK + 1] = {0};
-    Py_ssize_t first[BLANK + 1], last[BLANK + 1], first_at[BLANK + 1], last_at[BLANK + 1];
-    for (int c = 0; c <= BLANK; c++)
+    Py_ssize_t lines = 0, counts[CATEGORIES] = {0};
+    Py_ssize_t first[CATEGORIES], last[CATEGORIES], first_at[CATEGORIES], last_at[CATEGORIES];
+    for (int c = 0; c < CATEGORIES; c++)
         first[c] = last[c] = first_at[c] = last_at[c] = -1;
     unsigned char buf[MAX_TEMPLATE];
     while (pos < size) {
@@ -430,9 +439,8 @@ Templates_scan(TemplatesObject *self, PyObject *args)
                         agg[3 + 3 * i] = figures[i];
                 }
             }
-            if (category == ACCESS && (self->ok_end_len == 0 || len < self->ok_end_len
-                    || memcmp(line + len - self->ok_end_len, self->ok_end, (size_t)self->ok_end_len) != 0))
-                category = OTHER;
+            if (category == ACCESS && (e->status_at < 0 || line[e->status_at] >= '5'))
+                category = e->status_at >= 0 && !e->health ? SERVER_ERROR : OTHER; /* a 5xx; to a health path: read */
         }
         if (category == OTHER) {
             if (!is_request_line(self, line, len, heads))
@@ -455,8 +463,9 @@ Templates_scan(TemplatesObject *self, PyObject *args)
         return NULL;
     }
 #define PLACES(c) counts[c], first[c], first_at[c], last[c], last_at[c]
-    return Py_BuildValue("(nn(nnnnn)(nnnnn)(nnnnn)(nnnnn)N)", pos, lines, PLACES(DECODE), PLACES(PREFILL),
-                         PLACES(ACCESS), PLACES(REQUEST), buckets);
+    return Py_BuildValue("(nn(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)N)", pos, lines, PLACES(DECODE),
+                         PLACES(PREFILL), PLACES(ACCESS), PLACES(REQUEST), PLACES(NOTE), PLACES(WARN),
+                         PLACES(SERVER_ERROR), buckets);
 #undef PLACES
 fail:
     PyBuffer_Release(&view);
@@ -466,13 +475,15 @@ fail:
 
 static PyMethodDef Templates_methods[] = {
     {"add", (PyCFunction)Templates_add, METH_VARARGS,
-     "add(template, category, layout=()): learn a template (digits as '0', no newline), its category "
-     "and, for a decode template, the spans of its time parts and figures (serving.layout)."},
+     "add(template, category, layout=(), status_at=-1, health=False): learn a template (digits as '0', "
+     "no newline), its category, for a decode template the spans of its time parts and figures "
+     "(serving.layout), for an access template the place of its status and whether its path is a "
+     "health check's."},
     {"scan", (PyCFunction)Templates_scan, METH_VARARGS,
-     "scan(block, pos, heads, end, width=0) -> (end, lines, decode, prefill, access, request, buckets): "
-     "consume the statistics lines of block[pos:end] (request-log lines by the templates of their "
-     "heads in heads); each category is (count, first_index, first_offset, last_index, last_offset); "
-     "buckets: the decode lines' figures summed per bucket of width seconds."},
+     "scan(block, pos, heads, end, width=0) -> (end, lines, decode, prefill, access, request, note, warn, "
+     "server_error, buckets): consume the statistics lines of block[pos:end] (request-log lines by the "
+     "templates of their heads in heads); each category is (count, first_index, first_offset, last_index, "
+     "last_offset); buckets: the decode lines' figures summed per bucket of width seconds."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -509,6 +520,9 @@ PyInit__scan(void)
             || PyModule_AddIntConstant(module, "ACCESS", ACCESS) < 0
             || PyModule_AddIntConstant(module, "REQUEST", REQUEST) < 0
             || PyModule_AddIntConstant(module, "BLANK", BLANK) < 0
+            || PyModule_AddIntConstant(module, "NOTE", NOTE) < 0
+            || PyModule_AddIntConstant(module, "WARN", WARN) < 0
+            || PyModule_AddIntConstant(module, "SERVER_ERROR", SERVER_ERROR) < 0
             || PyModule_AddIntConstant(module, "MAX_TEMPLATE", MAX_TEMPLATE) < 0
             || PyModule_AddIntConstant(module, "TIME_PARTS", TIME_PARTS) < 0
             || PyModule_AddIntConstant(module, "FIGURES", FIGURES) < 0

@@ -2,14 +2,29 @@
 
 # A category's places in a scan: (count, first_index, first_offset, last_index, last_offset), -1 when absent.
 Places = tuple[int, int, int, int, int]
+# (end, lines, decode, prefill, access, request, note, warn, server_error, buckets)
+Scanned = tuple[int, int, Places, Places, Places, Places, Places, Places, Places, list[tuple[int, ...]]]
+
+DECODE: int
+PREFILL: int
+ACCESS: int
+REQUEST: int
+BLANK: int
+NOTE: int
+WARN: int
+SERVER_ERROR: int
+MAX_TEMPLATE: int
+TIME_PARTS: int
+FIGURES: int
+NO_YEAR: int
 
 class Templates:
-    def __init__(self, *, ok_end: bytes = ..., request_mark: bytes = ..., request_min_len: int = ...,
-                 request_window: int = ...) -> None: ...
-    def add(self, template: bytes, category: int, layout: tuple[tuple[int, ...], ...] = ..., /) -> None:
-        """Learn a template (digits as '0', no newline), its category and, for a decode
-        template, the spans of its time parts and figures (serving.layout)."""
-    def scan(self, block: bytes, pos: int, heads: Templates, end: int, width: int = ..., /
-             ) -> tuple[int, int, Places, Places, Places, Places, list[tuple[int, ...]]]:
-        """(end, lines, decode, prefill, access, request, buckets): the statistics lines of
-        block[pos:end]; buckets: the decode lines' figures summed per bucket of width seconds."""
+    def __init__(self, *, request_mark: bytes = ..., request_min_len: int = ..., request_window: int = ...) -> None: ...
+    def add(self, template: bytes, category: int, layout: tuple[tuple[int, ...], ...] = ..., status_at: int = ...,
+            health: bool = ..., /) -> None:
+        """Learn a template (digits as '0', no newline), its category, for a decode template the
+        spans of its time parts and figures (serving.layout), for an access template the place
+        of its status and whether its path is a health check's."""
+    def scan(self, block: bytes, pos: int, heads: Templates, end: int, width: int = ..., /) -> Scanned:
+        """The statistics lines of block[pos:end]; buckets: the decode lines' figures summed per
+        bucket of width seconds."""

@@ -18,10 +18,13 @@ from logforensics._fastpath import (
     ACCESS,
     BLANK,
     DECODE,
+    NOTE,
     OTHER,
     PREFILL,
     REQUEST,
+    SERVER_ERROR,
     TEMPLATE_MAX_BYTES,
+    WARN,
     ScanTemplates,
 )
 from logforensics._pipeline import raw_lines
@@ -34,8 +37,8 @@ needs_c_scan = pytest.mark.skipif(ScanTemplates is None, reason="the C scan is n
 def scan_table():
     """A C-scan table with SGLang's marks (Analyzer makes its tables so)."""
     stats = DEFAULT.stats
-    return ScanTemplates(ok_end=stats.ok_end, request_mark=stats.request_mark,
-                         request_min_len=stats.request_min_len, request_window=stats.request_window)
+    return ScanTemplates(request_mark=stats.request_mark, request_min_len=stats.request_min_len,
+                         request_window=stats.request_window)
 
 LINES = [
     "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='m', tp_size=2)",
@@ -73,6 +76,30 @@ LINES = [
     "[2026-03-23 14:01:08] Finish: obj=x\rKilled",
     "[2026-03-23 14:01:09 TP1] KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_tokens_gained: 900",
     '  File "/x/sglang/srt/managers/scheduler.py", line 10, in run_batch',
+    # the other shapes of a serving log (bench/gen_log.py --shape): lines that only count (a
+    # warning, a plain message, other statuses), rank prefixes, container prefixes, widths
+    "[2026-03-23 14:01:10] WARNING:  Invalid HTTP request received.",
+    "[2026-03-23 14:01:10] The input (len=40123) is longer than the model's context length (32768).",
+    "[2026-03-23 14:01:10] Abort request 9f3c0a: the client disconnected.",
+    "[2026-03-23 14:01:11 TP0] Compiling JIT kernels for the first request (ninja)",
+    "[2026-03-23 14:01:11 TP0] Health check failed. Server couldn't get a response from detokenizer.",
+    '[2026-03-23 14:01:12] INFO:     10.0.3.17:51234 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request',
+    '[2026-03-23 14:01:12] INFO:     203.0.113.250:1025 - "GET /v1/nonexistent HTTP/1.1" 404 Not Found',
+    '[2026-03-23 14:01:12] INFO:     10.1.2.3:60000 - "POST /v1/completions HTTP/1.1" 503 Service Unavailable',
+    '[2026-03-23 14:01:12] INFO:     10.1.2.3:60001 - "GET /health_generate HTTP/1.1" 503 Service Unavailable',
+    '[2026-03-23 14:01:12] INFO:     10.1.2.3:60002 - "GET /health HTTP/1.1" 200 OK',
+    "[2026-03-23 14:01:13 DP3 TP3 EP3] Decode batch, #running-req: 1024, #token: 123456, token usage: 0.71, "
+    "cuda graph: False, gen throughput (token/s): 12345.67, #queue-req: 128",
+    "[2026-03-23 14:01:13 TP7] Prefill batch, #new-seq: 3, #new-token: 8192, #cached-token: 4096, token usage: 0.50, "
+    "#running-req: 100, #queue-req: 9",
+    "sglang-1  | [2026-03-23 14:01:14 TP0] Decode batch, #running-req: 7, #token: 40, token usage: 0.12, "
+    "cuda graph: True, gen throughput (token/s): 80.79, #queue-req: 2",
+    "sglang-1  | [2026-03-23 14:01:14] WARNING:  Invalid HTTP request received.",
+    "2026-03-23T14:01:15.123456789Z [2026-03-23 14:01:15] INFO:     127.0.0.1:5000 - "
+    "\"POST /generate HTTP/1.1\" 200 OK",
+    "2026-03-23T14:01:15.123456789Z [2026-03-23 14:01:15 TP0] Decode batch, #running-req: 7, #token: 40, "
+    "token usage: 0.12, cuda graph: True, gen throughput (token/s): 80.79, #queue-req: 2",
+    "[2026-03-23 14:01:16] The server is fired up and ready to roll!",
 ]
 
 
@@ -92,8 +119,8 @@ def fast(data: bytes, cut: int, native: bool = True) -> Analyzer:
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(LINES), max_size=40), st.integers(1, 300), st.booleans())
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(LINES), max_size=60), st.integers(1, 300), st.booleans())
 def test_fast_path_equals_line_by_line(native, lines, cut, final_newline):
     data = log_bytes(*lines, newline_at_end=final_newline) if lines else b""
     a, b = fast(data, cut, native), slow(data)
@@ -115,8 +142,8 @@ def test_c_scan_is_built_where_required():
 def test_c_scan_categories_match_the_python_ones():
     from logforensics import _scan
 
-    assert (_scan.DECODE, _scan.PREFILL, _scan.ACCESS, _scan.REQUEST, _scan.BLANK) == \
-        (DECODE, PREFILL, ACCESS, REQUEST, BLANK)
+    assert (_scan.DECODE, _scan.PREFILL, _scan.ACCESS, _scan.REQUEST, _scan.BLANK, _scan.NOTE, _scan.WARN,
+            _scan.SERVER_ERROR) == (DECODE, PREFILL, ACCESS, REQUEST, BLANK, NOTE, WARN, SERVER_ERROR)
     assert _scan.MAX_TEMPLATE == TEMPLATE_MAX_BYTES
 
 
@@ -124,13 +151,17 @@ def test_c_scan_categories_match_the_python_ones():
 def test_c_scan_stops_at_the_first_line_it_does_not_know():
     table, heads = scan_table(), ScanTemplates()
     table.add(b"[0] Decode batch 00", DECODE)
-    table.add(b'[0] "GET / HTTP/0.0" 000 OK', ACCESS)
-    block = b'[1] Decode batch 42\n[2] "GET / HTTP/1.1" 200 OK\n[3] Decode batch 17\n[4] "GET / HTTP/1.1" 500 OK\n'
-    end, lines, decode, prefill, access, request, buckets = table.scan(block, 0, heads, len(block))
+    access = b'[0] "GET /health HTTP/0.0" 000 OK'
+    table.add(access, ACCESS, (), access.index(b"000 OK"), True)  # a health check's
+    block = (b'[1] Decode batch 42\n[2] "GET /health HTTP/1.1" 200 OK\n[3] Decode batch 17\n'
+             b'[4] "GET /health HTTP/1.1" 500 OK\n')
+    end, lines, decode, prefill, access_places, request, note, warn, errors, buckets = \
+        table.scan(block, 0, heads, len(block))
     assert block[end:].startswith(b'[4] "GET') and lines == 3 and buckets == []  # no layout: no series
-    assert decode == (2, 0, 0, 2, block.index(b"[3]")) and access == (1, 1, block.index(b"[2]"), 1, block.index(b"[2]"))
-    assert prefill == request == (0, -1, -1, -1, -1)
-    assert table.scan(block, end, heads, len(block))[1] == 0  # a 500 is not counted
+    at = block.index(b"[2]")
+    assert decode == (2, 0, 0, 2, block.index(b"[3]")) and access_places == (1, 1, at, 1, at)
+    assert prefill == request == note == warn == errors == (0, -1, -1, -1, -1)
+    assert table.scan(block, end, heads, len(block))[1] == 0  # a 5xx answer to a health check is read
     assert table.scan(b"[1] Decode batch 4", 0, heads, 18)[1] == 0  # no newline: not a complete line
     assert table.scan(b"x" * 2000 + b"\n", 0, heads, 2001)[1] == 0  # over the template cap, not a request line
     with pytest.raises(ValueError):
@@ -165,7 +196,7 @@ def test_c_scan_sums_every_decode_line_per_time_bucket_at_its_templates_layout()
     # (key, lines, then count, sum, max of each figure in thousandths; -1: none)
     assert buckets == [(at // 4, 2, 2, 23000, 12250, 2, 12000, 9000, 2, 1200, 700, 0, 0, -1),
                        ((at + 3) // 4, 1, 1, 20000, 20000, 1, 1000, 1000, 1, 900, 900, 0, 0, -1)]
-    assert table.scan(block, 0, heads, len(block))[6] == []  # width 0: counted, not summed
+    assert table.scan(block, 0, heads, len(block))[9] == []  # width 0: counted, not summed
     with pytest.raises(ValueError):
         table.add(t, DECODE, ((0, 1),))  # a layout has a span for every time part and figure
     with pytest.raises(ValueError):
@@ -173,25 +204,38 @@ def test_c_scan_sums_every_decode_line_per_time_bucket_at_its_templates_layout()
 
 
 @needs_c_scan
-def test_c_scan_counts_access_and_request_lines_only_by_the_dialects_marks():
-    """The marks come from the dialect: a table made without them counts neither."""
-    access = b'[1] "GET / HTTP/1.1" 200 OK\n'
+def test_c_scan_reads_each_access_lines_status_where_its_template_has_it():
+    """Below 500: ACCESS; from 500: SERVER_ERROR, or read (not counted) on a health check's
+    template; an access template learned without the place of its status counts nothing."""
+    t = b'[0] "POST /generate HTTP/0.0" 000 OK'
+    lines = [b'[1] "POST /generate HTTP/1.1" 200 OK', b'[2] "POST /generate HTTP/1.1" 404 OK',
+             b'[3] "POST /generate HTTP/1.1" 503 OK', b'[4] "POST /generate HTTP/1.1" 200 OK']
+    block = b"\n".join(lines) + b"\n"
+    heads = ScanTemplates()
+    table = scan_table()
+    table.add(t, ACCESS, (), t.index(b"000"), False)
+    scanned = table.scan(block, 0, heads, len(block))
+    assert scanned[1] == 4 and scanned[4][0] == 3 and scanned[8] == (1, 2, block.index(b"[3]"), 2, block.index(b"[3]"))
+    health = scan_table()
+    health.add(t, ACCESS, (), t.index(b"000"), True)
+    assert health.scan(block, 0, heads, len(block))[1] == 2
+    bare = scan_table()
+    bare.add(t, ACCESS)
+    assert bare.scan(block, 0, heads, len(block))[1] == 0
+    with pytest.raises(ValueError):
+        table.add(t, ACCESS, (), len(t))
+    with pytest.raises(ValueError):
+        ScanTemplates(request_window=TEMPLATE_MAX_BYTES + 1)
+
+
+@needs_c_scan
+def test_c_scan_counts_request_lines_only_by_the_dialects_mark():
     request = b"[1] Receive: obj=GenerateReqInput(text='" + b"x" * 60 + b"')\n"
     heads = ScanTemplates()
     heads.add(b"[0] Receive: obj=", REQUEST)
     for table, counted in ((scan_table(), 1), (ScanTemplates(), 0)):
         table.add(request[:-1].translate(DIGITS), OTHER)  # known, not statistics
         assert table.scan(request, 0, heads, len(request))[1] == counted
-    marked, bare = scan_table(), ScanTemplates()
-    for table in (marked, bare):
-        table.add(access[:-1].translate(DIGITS), ACCESS)
-    assert marked.scan(access, 0, heads, len(access))[1] == 1
-    assert bare.scan(access, 0, heads, len(access))[1] == 0
-    other = ScanTemplates(ok_end=b" 200 FINE", request_mark=b" obj=", request_min_len=40, request_window=200)
-    other.add(access[:-1].translate(DIGITS), ACCESS)
-    assert other.scan(access, 0, heads, len(access))[1] == 0  # another server's access line ends otherwise
-    with pytest.raises(ValueError):
-        ScanTemplates(request_window=TEMPLATE_MAX_BYTES + 1)
 
 
 @needs_c_scan
@@ -203,7 +247,7 @@ def test_c_scan_counts_request_lines_by_their_head():
     table.add(short.translate(DIGITS), OTHER)  # known, not statistics
     long = b"[2] Receive: obj=GenerateReqInput(text='" + b"x" * 3000 + b"')"  # over the template cap
     block = b"\n".join([short, long, b"[3] Receive: obj=x\r" + b"y" * 40, b"[4] Finish: obj=" + b"z" * 40]) + b"\n"
-    end, lines, *_, request, _buckets = table.scan(block, 0, heads, len(block))
+    end, lines, _decode, _prefill, _access, request, *_ = table.scan(block, 0, heads, len(block))
     assert lines == 2 and request == (2, 0, 0, 1, len(short) + 1)
     assert block[end:].startswith(b"[3]")  # a carriage return: not counted
     assert table.scan(block, block.index(b"[4]"), heads, len(block))[1] == 0  # a head known as not a request line
@@ -214,7 +258,7 @@ def test_c_scan_counts_request_lines_by_their_head():
 @needs_c_scan
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=3000), st.integers(0, 3000),
-       st.lists(st.tuples(st.binary(max_size=60), st.integers(0, 5)), max_size=8), st.integers(0, 100))
+       st.lists(st.tuples(st.binary(max_size=60), st.integers(0, 7)), max_size=8), st.integers(0, 100))
 def test_c_scan_never_crashes_and_its_counts_add_up(block, pos, templates, width):
     table, heads = scan_table(), ScanTemplates()
     for template, category in templates:

@@ -37,8 +37,9 @@ class StatsMarks:
     """The bytes the statistics fast path tests for this server's lines.
 
     ``decode``/``prefill``: a batch-statistics line holds it (``logx watch``'s per-line test);
-    ``access_ok``: a successful HTTP access line holds it; ``ok_end``: how such a line ends
-    (the C scan counts only those); ``request_mark``: the mark of a request-log line's head
+    ``access_ok``: a successful HTTP access line holds it; ``status_mark``: what stands
+    between an access line's ``protocol`` and its status (the scan reads the status there);
+    ``request_mark``: the mark of a request-log line's head
     (``Receive: obj=``), found in its first ``request_window`` bytes of a line longer than
     ``request_min_len``. ``series``: for each of ``serving.SERIES_FIELDS`` (generation
     throughput, queue, token usage, running requests), the marks a decode line prints just
@@ -48,9 +49,9 @@ class StatsMarks:
     decode: bytes
     prefill: bytes
     access_ok: bytes
-    ok_end: bytes
     request_mark: bytes
     protocol: bytes = b"HTTP/"  # an access line holds it once, before its status
+    status_mark: bytes = b'" '
     request_min_len: int = 40
     request_window: int = 200
     series: tuple[tuple[bytes, ...], ...] = ()

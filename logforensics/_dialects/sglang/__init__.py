@@ -90,7 +90,7 @@ DIALECT = Dialect(
     launch_example="python -m sglang.launch_server …",
     ready_line="The server is fired up and ready to roll",
     stats=StatsMarks(decode=b"] Decode batch", prefill=b"] Prefill batch", access_ok=b'HTTP/1.1" 200',
-                     ok_end=b'" 200 OK', request_mark=b": obj=",
+                     request_mark=b": obj=",
                      series=((b"gen throughput (token/s): ",), (b"#queue-req: ",), (b"token usage: ",),
                              (b"#running-req: ",))),
     facts=load_facts(bundled_dir() / "sglang" / "facts.toml"),
