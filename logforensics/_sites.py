@@ -23,13 +23,10 @@ import threading
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING
 
 from ._dialects import DEFAULT, DIALECTS
-from ._dialects.base import SiteData
-
-if TYPE_CHECKING:
-    from ._tracebacks import Traceback
+from ._dialects.base import SiteData, version_tuple
+from ._tracebacks import Traceback
 
 MIN_PARTIAL_CHARS = 16  # literal characters a cut message must match
 MIN_LITERAL_CHARS = 8  # a template with less literal text is too vague to name a site
@@ -109,13 +106,11 @@ class SiteMatch:
     @property
     def release_bounds(self) -> tuple[str, str]:
         """The first and last release in which this template (at any of its sites) exists."""
-        from ._runs import _vt
-
         sites = [self.site, *self.equivalent]
         if self.file_agrees:  # the raising frame's file holds the site: only its releases count
             sites = [s for s in sites if s.file == self.site.file]
         ranges = [r for s in sites for r in s.releases]
-        return (min((a for a, _ in ranges), key=_vt), max((b for _, b in ranges), key=_vt))
+        return (min((a for a, _ in ranges), key=_release), max((b for _, b in ranges), key=_release))
 
 
 COLUMNS = ("k", "t", "re", "f", "fn", "c", "flags", "env", "args", "r")
@@ -267,10 +262,8 @@ def _rank(site: Site, core: str) -> tuple:
     """Between equally good matches: the most literal text, then the fewest holes (an
     empty hole fits anything), then the LLM server's own code (``core``, ``sglang/srt/``)
     over the package's other programs, then the newest release."""
-    from ._runs import _vt
-
     holes = len(site.pieces) - 1 + (not site.starts_literal) + (not site.ends_literal)
-    return site.literal_chars, -holes, site.file.startswith(core), _vt(site.releases[-1][1])
+    return site.literal_chars, -holes, site.file.startswith(core), _release(site.releases[-1][1])
 
 
 def _literal_text(rx: str) -> list[str]:
@@ -400,19 +393,22 @@ def load_in_background() -> None:
 Version = tuple[int, ...]
 
 
+def _release(text: str) -> Version:
+    """A release of the index (``"0.5.14"``) as a tuple, to order releases by."""
+    return version_tuple(text) or ()
+
+
 @cache
 def _flag_settings(data: SiteData) -> dict[str, dict[str, tuple[tuple[Version, Version], ...]]]:
     """Each renamed flag of server ``data`` → its setting: every spelling with the releases it
     was the name in (empty when the server ships no flag table)."""
-    from ._runs import _vt
-
     if data.flags is None:
         return {}
     raw = json.loads(gzip.decompress(
         resources.files("logforensics").joinpath(f"data/{data.flags}").read_bytes()))
     out: dict[str, dict[str, tuple[tuple[Version, Version], ...]]] = {}
     for setting in raw["settings"]:
-        spelled = {flag: tuple((_vt(a), _vt(b)) for a, b in runs) for flag, runs in setting.items()}
+        spelled = {flag: tuple((_release(a), _release(b)) for a, b in runs) for flag, runs in setting.items()}
         out.update(dict.fromkeys(spelled, spelled))
     return out
 
