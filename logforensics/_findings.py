@@ -618,13 +618,11 @@ def home_hit(tb: Traceback, run: Run) -> Hit | None:
     """An exception the server's own code raised with no site of its own (an ``AttributeError``
     on a malformed config): the category of the module it was raised in (the dialect's
     categories, the rules that read only the file and function)."""
-    frame = tb.raising_frame
     data = run.dialect.sites
-    if not tb.exc_type or frame is None or data is None:
+    home = _sites.home_category(tb.frames, data) if tb.exc_type and data else None
+    if home is None:
         return None
-    category = _sites.category_of_frame(frame.file, frame.function, data)
-    if category is None:
-        return None
+    frame, category, flag = home
     label = run.dialect.label
     message = tb.message.split("\n", 1)[0][:300].rstrip(".") or "(no message)"
     pattern = Pattern(
@@ -633,7 +631,8 @@ def home_hit(tb: Traceback, run: Run) -> Hit | None:
         explanation=(f"{tb.exc_type} was raised in {label}'s {category.what} at {frame.file}:{frame.line} "
                      f"in {frame.function}: {message}. No pattern and no {label} check names it; the "
                      "module it came from says what it was doing."),
-        fix=category.fix, source=HOME_SOURCE, merge="title", survivable=True,
+        fix=category.fix + (f" The value is {flag}'s." if flag else ""), source=HOME_SOURCE,
+        merge="title", survivable=True,
     )
     return Hit(pattern, {}, traceback_evidence(tb), HOME_CONFIDENCE, tb.stream, tb,
                {"raised_in": {"file": frame.file, "function": frame.function}})

@@ -26,7 +26,7 @@ from importlib import resources
 
 from ._dialects import DEFAULT, DIALECTS
 from ._dialects.base import SiteData, version_tuple
-from ._tracebacks import Traceback
+from ._tracebacks import Frame, Traceback
 
 MIN_PARTIAL_CHARS = 16  # literal characters a cut message must match
 MIN_LITERAL_CHARS = 8  # a template with less literal text is too vague to name a site
@@ -164,6 +164,7 @@ class SiteIndex:
         self._sites: dict[int, Site] = {}
         self._postings: dict[str, list[int]] = {}
         self._by_place: dict[tuple[str, str], list[int]] | None = None
+        self._flags: frozenset[str] | None = None
 
     @classmethod
     def from_records(cls, releases: list[str], records: list[dict], data: SiteData | None = None) -> SiteIndex:
@@ -184,6 +185,14 @@ class SiteIndex:
         if found is None:
             found = self._postings[word] = [int(i) for i in self.keys.get(word, "").split()]
         return found
+
+    @property
+    def flags(self) -> frozenset[str]:
+        """Every flag the server's sites name or test, as ServerArgs fields (``json_model_override_args``)."""
+        if self._flags is None:
+            named = {f.removeprefix("--").replace("-", "_") for f in " ".join(self.columns["flags"]).split()}
+            self._flags = frozenset(named | set(" ".join(self.columns["args"]).split()))
+        return self._flags
 
     @property
     def by_place(self) -> dict[tuple[str, str], list[int]]:
@@ -456,11 +465,12 @@ class Category:
     fix: str
     phase: str | None
     keys: tuple[tuple[str, re.Pattern[str]], ...]
+    flag_value: bool = False  # the home of a flag's value that a helper failed to parse, not of a site
 
     def claims(self, site: Site) -> bool:
         values = {"file": site.file, "function": site.function, "kind": site.kind,
                   "text": " ".join(_literal_text(site.regex) + list(site.conditions))}
-        return all(rx.search(values[key]) for key, rx in self.keys)
+        return not self.flag_value and all(rx.search(values[key]) for key, rx in self.keys)
 
 
 def _data_toml(name: str) -> dict:
@@ -474,7 +484,8 @@ def categories(data: SiteData | None = None) -> tuple[Category, ...]:
     """Server ``data``'s categories (the default dialect's when None), in the file's order."""
     return tuple(
         Category(c["id"], c["what"], c["fix"], c.get("phase"),
-                 tuple((k, re.compile(c[k])) for k in ("file", "function", "text", "kind") if k in c))
+                 tuple((k, re.compile(c[k])) for k in ("file", "function", "text", "kind") if k in c),
+                 c.get("flag_value", False))
         for c in _data_toml((data or _default_sites()).categories)["category"])
 
 
@@ -494,6 +505,58 @@ def category_of_frame(file: str | None, function: str | None, data: SiteData | N
     values = {"file": path, "function": function or ""}
     return next((c for c in categories(data) if c.keys and all(key in values for key, _ in c.keys)
                  and all(rx.search(values[key]) for key, rx in c.keys)), None)
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def flag_in_source(source: str | None, data: SiteData | None = None) -> str | None:
+    """The flag (``--json-model-override-args``) whose value a caller's source line hands to the
+    helper that failed (``json.loads(model_override_args)``): a name of two words or more in it
+    that is a flag's ServerArgs field, or that field less its leading words (a parameter passed on
+    keeps the field's tail). None when the line names no flag."""
+    if not source:
+        return None
+    fields = site_index(data).flags
+    for name in dict.fromkeys(n for n in _NAME.findall(source) if n.strip("_").count("_") >= 1):
+        name = name.strip("_")
+        found = name if name in fields else min(
+            (f for f in fields if f.endswith("_" + name)), key=len, default=None)
+        if found:
+            return "--" + found.replace("_", "-")
+    return None
+
+
+def home_category(frames: list[Frame], data: SiteData | None = None) -> tuple[Frame, Category, str | None] | None:
+    """What the module of an exception without a site of its own stands for: ``(home frame, its
+    category, the flag whose value it failed on)``. When the standard library raised it on a
+    value a flag gave, the flag is the cause wherever the value was parsed; else the home frame's
+    module's category (None outside the server's package)."""
+    frame = home_frame(frames)
+    if frame is None:
+        return None
+    if frame is not frames[-1]:  # a standard library helper raised: what was it handed?
+        flag = flag_in_source(frame.source, data)
+        value = next((c for c in categories(data) if c.flag_value), None)
+        if flag and value and _package_path(frame.file, (data or _default_sites()).package):
+            return frame, value, flag
+    category = category_of_frame(frame.file, frame.function, data)
+    return (frame, category, None) if category else None
+
+
+# the standard library's own files (``/usr/lib/python3.11/json/decoder.py``, ``<frozen runpy>``),
+# not what a site-packages or dist-packages folder under it holds
+_STDLIB = re.compile(r"^<frozen |(?:^|[/\\])lib[/\\]python3\.\d+[/\\](?!(?:site|dist)-packages[/\\])")
+
+
+def home_frame(frames: list[Frame]) -> Frame | None:
+    """The frame whose module says what an exception means: the raising frame, or, when the
+    standard library raised it (``json.loads`` on a value it was handed), the caller's frame
+    nearest to it, since a generic helper says nothing of what it was parsing."""
+    for frame in reversed(frames):
+        if not _STDLIB.search(frame.file):
+            return frame
+    return frames[-1] if frames else None
 
 
 @cache

@@ -18,23 +18,20 @@ from logforensics._scoring import score_directory
 GENERATED = Path(__file__).resolve().parent.parent / "fixtures" / "generated"
 # directory -> the logs logx is known to get wrong (README, "Accuracy", says why)
 KNOWN_MISSES = {
-    # JSONDecodeError raised in the standard library on --json-model-override-args: no SGLang frame raised it
-    "sglang-0.5.23": {"json_model_override_args_invalid"},
     "sglang-0.5.23-cut": {
-        "json_model_override_args_invalid__tail5", "json_model_override_args_invalid__headless",
-        "json_model_override_args_invalid__cut80",
+        # tail -5 shows only the standard library's frames: nothing says whose JSON it was
+        "json_model_override_args_invalid__tail5",
         # the frame that says "tokenizer loading" is cut off or gone: the JSONDecodeError alone is not enough
         "tokenizer_json_corrupt__tail5", "tokenizer_json_corrupt__cut80",
     },
-    # 0.5.2 (scored with main's rules before any change for it): a config.json that is a list
-    # (TypeError) and an unknown rope type (KeyError) raised in SGLang's model code; the override
-    # flag's JSONDecodeError as on 0.5.23; the cut tokenizer file as on 0.5.23
-    "sglang-0.5.2": {"config_json_not_object", "config_rope_scaling_invalid", "json_model_override_args_invalid"},
+    # 0.5.2: a config.json that is a list (TypeError) and an unknown rope type (KeyError), both
+    # raised in transformers' config and model code; the override flag and the cut tokenizer file
+    # as on 0.5.23
+    "sglang-0.5.2": {"config_json_not_object", "config_rope_scaling_invalid"},
     "sglang-0.5.2-cut": {
-        *(f"{case}__{shape}" for case in ("config_json_not_object", "config_rope_scaling_invalid",
-                                          "json_model_override_args_invalid")
+        *(f"{case}__{shape}" for case in ("config_json_not_object", "config_rope_scaling_invalid")
           for shape in ("tail5", "headless", "cut80")),
-        "tokenizer_json_corrupt__tail5", "tokenizer_json_corrupt__cut80",
+        "json_model_override_args_invalid__tail5", "tokenizer_json_corrupt__tail5", "tokenizer_json_corrupt__cut80",
     },
     # vLLM 0.33's unknown dtype is raised by torch's module __getattr__ (logx says the torch
     # dependency is wrong); a --tokenizer path that does not exist is read as a hub id, so logx

@@ -23,12 +23,16 @@ from logforensics._sites import (
     category_of,
     default_change,
     flag_as_spelled,
+    flag_in_source,
     frame_package,
+    home_category,
+    home_frame,
     match_traceback,
     plain_condition,
     release_key,
     site_index,
 )
+from logforensics._tracebacks import Frame
 
 RELEASES = ("0.4.6", "0.4.10", "0.5.3", "0.5.9", "0.5.15.post1", "0.5.23")
 PER_RELEASE = 20
@@ -200,6 +204,27 @@ def test_categories_come_from_the_sites_home():
     # the tokenizer manager's serving loop is not tokenizer loading
     assert category_of(site("sglang/srt/managers/tokenizer_manager.py", "TokenizerManager.sigterm_watchdog",
                             "Signal SIGTERM received while health check failed", "log.error")) is None
+
+
+def test_an_exception_the_standard_library_raised_is_its_callers():
+    frames = [Frame("/usr/local/lib/python3.11/dist-packages/sglang/srt/configs/model_config.py", 612,
+                    "__init__", "self.model_override_args = json.loads(model_override_args)"),
+              Frame("/usr/lib/python3.11/json/__init__.py", 346, "loads", "return _default_decoder.decode(s)"),
+              Frame("/usr/lib/python3.11/json/decoder.py", 353, "raw_decode", "obj, end = self.scan_once(s, idx)")]
+    assert home_frame(frames) is frames[0]
+    assert home_frame(frames[:1]) is frames[0]
+    assert home_frame(frames[1:]) is frames[-1]  # no caller shown: the raising frame
+    # a parameter passed on keeps its flag's field's tail; one word names no flag
+    assert flag_in_source(frames[0].source) == "--json-model-override-args"
+    assert flag_in_source("config = json.loads(text)") is None
+    frame, category, flag = home_category(frames)
+    assert (frame, category.id, flag) == (frames[0], "server_args_invalid", "--json-model-override-args")
+    # the same call on a value no flag gave is the model config's module
+    plain = [Frame(frames[0].file, 600, "__init__", "self.hf_config = json.loads(text)"), *frames[1:]]
+    assert home_category(plain)[1].id == "model_config_invalid"
+    # a site-packages folder under lib/python3.X is no standard library
+    torch = Frame("/opt/venv/lib/python3.11/site-packages/torch/serialization.py", 1, "load", "x")
+    assert home_frame([frames[0], torch]) is torch
 
 
 def test_frame_package_names_the_raising_package():
