@@ -531,7 +531,8 @@ def home_category(frames: list[Frame], data: SiteData | None = None) -> tuple[Fr
     """What the module of an exception without a site of its own stands for: ``(home frame, its
     category, the flag whose value it failed on)``. When the standard library raised it on a
     value a flag gave, the flag is the cause wherever the value was parsed; else the home frame's
-    module's category (None outside the server's package)."""
+    module's category, or, in a library the server called, the home of that library's module
+    that reads the user's files (None for any other module outside the server's package)."""
     frame = home_frame(frames)
     if frame is None:
         return None
@@ -541,7 +542,19 @@ def home_category(frames: list[Frame], data: SiteData | None = None) -> tuple[Fr
         if flag and value and _package_path(frame.file, (data or _default_sites()).package):
             return frame, value, flag
     category = category_of_frame(frame.file, frame.function, data)
+    if category is None:  # the log is the server's: a library's reader ran under its calls
+        category = next((c for rx, c in _library_homes() if rx.search(frame.file.replace("\\", "/"))), None)
     return (frame, category, None) if category else None
+
+
+@cache
+def _library_homes() -> tuple[tuple[re.Pattern[str], Category], ...]:
+    """The modules of a library that read what the user gave the server (transformers' config
+    and tokenizer loaders): what they raise when the server calls them is that input's fault
+    (``frame_packages.toml``'s ``[[package.home]]``)."""
+    return tuple((re.compile(rf"(?:^|/)(?:{p['name']})/(?:[^/]*/)*?(?:{h['file']})"),
+                  Category(h["id"], h["what"], h["fix"], h.get("phase"), ()))
+                 for p in _data_toml("frame_packages.toml")["package"] for h in p.get("home", []))
 
 
 # the standard library's own files (``/usr/lib/python3.11/json/decoder.py``, ``<frozen runpy>``),

@@ -227,6 +227,24 @@ def test_an_exception_the_standard_library_raised_is_its_callers():
     assert home_frame([frames[0], torch]) is torch
 
 
+def test_a_library_reader_of_the_model_folder_is_that_files_home():
+    sglang = Frame("/usr/local/lib/python3.11/dist-packages/sglang/srt/hf_transformers_utils.py", 141,
+                   "get_config", "config = AutoConfig.from_pretrained(")
+    config = Frame("/usr/local/lib/python3.11/dist-packages/transformers/configuration_utils.py", 758,
+                   "_get_config_dict", 'config_dict["_commit_hash"] = commit_hash')
+    assert home_category([sglang, config])[1].id == "model_config_invalid"
+    assert home_category([config])[1].id == "model_config_invalid"  # a tail without the server's frames
+    # a cut tokenizer.json: the standard library raised under transformers' tokenizer reader, its path cut at 80
+    tokenizer = Frame("/usr/local/lib/python3.11/dist-packages/transformers/tokenization_utils_", None, None,
+                      "tokenizer_file_handle = json.load(tokenizer_file_handle)")
+    decoder = Frame("/usr/lib/python3.11/json/decoder.py", 353, "raw_decode", "obj, end = self.scan_once(s, idx)")
+    assert home_category([tokenizer, decoder])[1].id == "tokenizer_load_failed"
+    # any other module of the library has no home of its own
+    modeling = Frame("/usr/local/lib/python3.11/dist-packages/transformers/models/qwen2/modeling_qwen2.py", 287,
+                     "__init__", "self.rope_init_fn = ROPE_INIT_FUNCTIONS[self.rope_type]")
+    assert home_category([sglang, modeling]) is None
+
+
 def test_frame_package_names_the_raising_package():
     assert frame_package("/usr/lib/python3/dist-packages/torch/cuda/__init__.py")[0] == "torch"
     assert frame_package("/opt/venv/lib/python3.11/site-packages/verl/workers/rollout.py")[0] == "verl"
