@@ -17,8 +17,8 @@ from typing import Any
 from ._dialects import Dialect
 from ._dialects.base import StatsMarks
 from ._events import Event
-from ._findings import required_literals
 from ._lines import decode
+from ._matching import required_literals
 from ._pipeline import EventStream
 from ._runs import RunTracker
 from ._serving import HEALTH_PATHS, JIT_WORDS, layout, point

@@ -9,7 +9,6 @@ the run's facts.
 
 from __future__ import annotations
 
-import functools
 import re
 import time
 from collections import deque
@@ -25,11 +24,11 @@ from ._dialects import PHASE_RANK
 from ._dialects.base import version_tuple
 from ._events import Event
 from ._lines import ServerPrefix, decode, glog_timestamp, parse_timestamp, printed_year
+from ._matching import required_literals, search, search_message
 from ._runs import Run, phase_from_frames
 from ._sources import RawLine
 from ._tracebacks import ExceptionInfo, Traceback, is_caret_line
 
-MIN_PARTIAL_CHARS = 16
 MAX_EVIDENCE = 8
 MAX_UNCLAIMED_LINES = 32  # error lines per run kept for the site index (the last ones)
 SEVERITY_RANK = {"fatal": 0, "error": 0, "warning": 1, "info": 2}
@@ -150,150 +149,6 @@ class Hit:
 # — matching ————————————————————————————————————————————————————————————————
 
 
-# — the line prefilter: literals a match must contain ————————————————————————————————
-MIN_LITERAL = 3  # shorter required literals are too common to reject anything
-
-
-def required_literals(rx) -> tuple[tuple[str, ...], bool] | None:
-    """``(literals, casefold)``: every match of the compiled ``rx`` contains one of
-    ``literals`` (case-folded when ``casefold``). ``None`` when no such set is known.
-
-    Read from the pattern's syntax tree (the standard library's parser: the catalog's
-    patterns use the syntax common to ``re`` and ``regex``; anything else gives ``None``, so
-    the pattern is always searched). A sequence requires the best literal of its items, a
-    branch one literal of each alternative; optional parts and classes require nothing. A
-    case-insensitive part (``(?i:…)``) case-folds every literal: the line is then case-folded
-    too, which keeps every match (a pattern with no prefilter is searched on every line, and a
-    search with a timeout costs hundreds of microseconds for some patterns)."""
-    source = rx.pattern
-    if not isinstance(source, str):
-        return None
-    return _literals_of(source, bool(getattr(rx, "flags", 0) & re.IGNORECASE))
-
-
-@functools.lru_cache(maxsize=4096)
-def _literals_of(source: str, ignorecase: bool) -> tuple[tuple[str, ...], bool] | None:
-    """``required_literals`` of one pattern source, parsed once per process: every explain
-    builds a new Matcher, and parsing the catalog's sources each time cost ~70 ms per log."""
-    import warnings
-    from re import _constants as C  # type: ignore[attr-defined]  # noqa: N812 - typeshed stubs only sre_*
-    from re import _parser  # type: ignore[attr-defined]
-
-    if "(?V1" in source:  # V1's nested sets are not re's syntax
-        return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = _parser.parse(source)
-    except Exception:  # noqa: BLE001 - regex-only syntax: no prefilter for it
-        return None
-    repeats = tuple(getattr(C, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(C, n))
-    folded = bool(tree.state.flags & re.IGNORECASE) or ignorecase
-
-    def seq(items) -> list[str] | None:
-        options: list[list[str]] = []
-        run: list[str] = []
-        for op, av in items:
-            if op is C.LITERAL:
-                run.append(chr(av))
-                continue
-            if run:
-                options.append(["".join(run)])
-                run = []
-            need = item(op, av)
-            if need:
-                options.append(need)
-        if run:
-            options.append(["".join(run)])
-        return max(options, key=lambda o: min(map(len, o)), default=None)
-
-    def item(op, av) -> list[str] | None:
-        if op is C.SUBPATTERN:
-            need = seq(av[3])
-            if need and av[1] & re.IGNORECASE:
-                nonlocal folded
-                folded = True
-            return need
-        if op is C.BRANCH:
-            out: list[str] = []
-            for alternative in av[1]:
-                need = seq(alternative)
-                if not need:
-                    return None
-                out += need
-            return out
-        if op in repeats:
-            return seq(av[2]) if av[0] >= 1 else None
-        if op is C.ASSERT and av[0] in (1, -1):  # positive lookahead / lookbehind
-            return seq(av[1])
-        return None
-
-    literals = seq(list(tree))
-    if not literals or min(map(len, literals)) < MIN_LITERAL:
-        return None
-    # a catalog Regex is compiled without flags: its inline ones are in the tree
-    if folded:
-        literals = [lit.casefold() for lit in literals]
-    return tuple(sorted(set(literals), key=len, reverse=True)), folded
-
-
-def _search(pattern, text: str, may_be_cut: bool) -> tuple[Any, bool] | None:
-    """Search ``text``; when it may be cut, also accept a partial match running off its end."""
-    m = timed_search(pattern, text)
-    if m is not None:
-        return m, False
-    if not may_be_cut:
-        return None
-    cut = text.rstrip()
-    for tail in ("...", "\u2026"):
-        if cut.endswith(tail):
-            cut = cut[: -len(tail)].rstrip()
-    m = timed_search(pattern, cut, partial=True)
-    if m is not None and m.partial and m.end() >= len(cut) \
-            and _words_before_the_cut(pattern, cut, m.start()) >= MIN_PARTIAL_CHARS:
-        return m, True
-    return None
-
-
-_NO_WORD = "\x01"  # a character none of a pattern's words contains
-
-
-def _words_before_the_cut(pattern, cut: str, start: int) -> int:
-    """How much of a partial match the pattern's words matched, not a gap or hole of it
-    (``[^\n]{0,60}``, ``\\S+``) that the cut fell into: a gap also takes a character no word has,
-    so the shortest prefix that still matches with that character after it is where the gap
-    began. "init_cpu_threads_env and shared memory based AllReduce is " matched only "cpu" of
-    "CPU ... does not support AVX512"; "waitForInput: poll for socket SocketImpl(fd=100, addr=["
-    matched its words up to the address."""
-
-    def in_gap(k: int) -> bool:
-        m = timed_search(pattern, cut[:k] + _NO_WORD, partial=True, pos=start)
-        return m is not None and m.partial and m.start() == start
-
-    if not in_gap(len(cut)):
-        return len(cut) - start  # the cut fell inside a word: all of it is the pattern's words
-    lo, hi = start, len(cut)  # the gap begins in (lo, hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if in_gap(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi - start
-
-
-def _search_message(pattern, message: str, may_be_cut: bool) -> tuple[Any, bool] | None:
-    """Search an exception message; a message hard-wrapped over several lines (a terminal, a
-    paste, the writer's own line breaks) is also searched as one line, the breaks read as
-    spaces, then as nothing (a break inside a word)."""
-    found = _search(pattern, message, may_be_cut)
-    if found is not None or "\n" not in message:
-        return found
-    lines = [part.strip() for part in message.split("\n")]
-    return (_search(pattern, " ".join(lines), may_be_cut)
-            or _search(pattern, "".join(lines), may_be_cut))
-
-
 def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
                        may_be_cut: bool) -> tuple[dict, bool] | None:
     groups: dict[str, Any] = {}
@@ -307,9 +162,9 @@ def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
     if spec.message is not None:
         if not exc.message:
             return None
-        found = _search_message(spec.message, exc.message, may_be_cut)
+        found = search_message(spec.message, exc.message, may_be_cut)
         if found is None and exc.head_cut and "\n" in exc.message:  # its first line ends at the paste's width
-            found = _search(spec.message, exc.message.split("\n", 1)[0], True)
+            found = search(spec.message, exc.message.split("\n", 1)[0], True)
         if found is None:
             return None
         m, partial = found
@@ -427,7 +282,7 @@ class Matcher:
                         break
                 else:
                     continue
-            found = self._guarded(pattern, _search, spec.line, msg, cut)
+            found = self._guarded(pattern, search, spec.line, msg, cut)
             if found is None:
                 continue
             m, partial = found

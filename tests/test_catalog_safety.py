@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from logforensics._analysis import explain
 from logforensics._catalog import TRACEBACK_KEYS, load_catalog
 from logforensics._dialects import DIALECTS
-from logforensics._findings import required_literals
 from logforensics._lint import regex_is_safe
+from logforensics._matching import required_literals
 
 RULES = [rule for dialect in DIALECTS.values() for rule in dialect.rules]
 
