@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import Any
+
+from ._clock import age, epoch, iso
 
 PROC = "/proc"
 
@@ -254,4 +258,27 @@ def ancestors(pid: int) -> list[int]:
             break
         pid = info.ppid
         out.append(pid)
+    return out
+
+
+def live_servers(servers: list[tuple[str, re.Pattern[str]]], owners: set[int],
+                 limit: int = 5) -> list[dict[str, Any]]:
+    """The servers alive now (the root process of each tree; ``servers``: each one's process
+    name and command line, as its dialect gives them), with where they write: only those of the
+    users in ``owners`` (this user, the log's owner), the ones that can be a log's writer.
+    Another server's processes and other users' servers on a shared host are none of its
+    business."""
+    try:
+        roots = [p for name, command in servers for p in server_processes(name, command, owners)]
+    except OSError:
+        return []
+    out = []
+    for p in roots[:limit]:
+        start = epoch(p.start_time)
+        d: dict[str, Any] = {"pid": p.pid, "started_at": iso(start), "age_s": age(time.time(), start),
+                             "command": p.command_line[:200]}
+        targets = sorted({t for t, _ in std_streams(p.pid).values()})
+        if targets:
+            d["writes_to"] = targets
+        out.append(d)
     return out

@@ -44,10 +44,10 @@ from ._launcher import Sidecar, read_sidecar
 from ._procinfo import (
     ProcessInfo,
     holds_file,
+    live_servers,
     process_info,
     processes_writing,
     related,
-    server_processes,
     std_streams,
 )
 from ._report import Report
@@ -540,7 +540,7 @@ class _Assessment:
                     return self._status("SILENT", True, [self._hang_finding(subject, quiet)])
                 self.reasons.append(f"{what}; pid {subject.pid} is alive and writes to it")
                 return self._status("FRESH", True)
-        servers = _live_servers(self.servers, self._owners())
+        servers = live_servers([(d.process_name, d.server_command) for d in self.servers], self._owners())
         if servers:
             self.facts["live_servers"] = servers
         self.reasons.append(what)
@@ -601,7 +601,7 @@ class _Assessment:
             return self._status("FRESH", True)
         self.reasons.append("unverified: no --pid, --since or sidecar, and no live process printed in or "
                             "writing to this log; nothing in the file contradicts freshness")
-        servers = _live_servers(self.servers, self._owners())
+        servers = live_servers([(d.process_name, d.server_command) for d in self.servers], self._owners())
         if servers:
             self.facts["live_servers"] = servers
             later = [s for s in servers if self.mtime is not None and s.get("age_s") is not None
@@ -782,27 +782,6 @@ def _same_file(a: str, b: str) -> bool:
 def _sc_time(dt: datetime | None) -> str | None:
     """A sidecar time (UTC, microseconds) in the same local ISO form as every other fact."""
     return iso(epoch(dt))
-
-
-def _live_servers(dialects: tuple[Dialect, ...], owners: set[int], limit: int = 5) -> list[dict[str, Any]]:
-    """The servers of ``dialects`` alive now (the root process of each tree), with where they
-    write: only those of the users in ``owners`` (this user, the log's owner), the ones that
-    can be this log's writer. Another server's processes (an SGLang server beside a vLLM log)
-    and other users' servers on a shared host are none of its business."""
-    try:
-        roots = [p for d in dialects for p in server_processes(d.process_name, d.server_command, owners)]
-    except OSError:
-        return []
-    out = []
-    for p in roots[:limit]:
-        start = epoch(p.start_time)
-        d: dict[str, Any] = {"pid": p.pid, "started_at": iso(start), "age_s": age(time.time(), start),
-                             "command": p.command_line[:200]}
-        targets = sorted({t for t, _ in std_streams(p.pid).values()})
-        if targets:
-            d["writes_to"] = targets
-        out.append(d)
-    return out
 
 
 __all__ = ["Context", "Status", "STATES", "VERDICT_STAGES", "apply", "assess", "death_values", "prepare",

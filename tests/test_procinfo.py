@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,7 @@ from logforensics._procinfo import (
     ancestors,
     find_processes,
     holds_file,
+    live_servers,
     process_info,
     processes_writing,
     related,
@@ -139,3 +141,15 @@ def test_where_a_process_writes_and_what_it_holds(tmp_path, popen):
     assert related(child.pid, os.getpid()) and related(os.getpid(), child.pid) and related(child.pid, child.pid)
     assert os.getpid() not in processes_writing(log_id)
 
+
+
+def test_live_servers_lists_this_users_matching_roots(run_python):
+    """A process whose command line holds a server's name and matches its command is listed
+    with its pid, start and age; only the owners' processes count."""
+    marker = f"fake_server_{uuid.uuid4().hex}"
+    child = run_python(f"import time; time.sleep(30)  # {marker}")
+    servers = [(marker, re.compile(re.escape(marker)))]
+    assert wait_for(lambda: any(s["pid"] == child.pid for s in live_servers(servers, {os.getuid()})))
+    found = next(s for s in live_servers(servers, {os.getuid()}) if s["pid"] == child.pid)
+    assert marker in found["command"] and found["age_s"] >= 0 and found["started_at"]
+    assert live_servers(servers, {os.getuid() + 12345}) == []
