@@ -23,7 +23,7 @@ from ._pipeline import EventStream
 from ._runs import RunTracker
 from ._serving import HEALTH_PATHS, JIT_WORDS, layout, point
 from ._sources import RawLine, SpecialLine, iter_spans
-from ._tracebacks import TracebackAssembler
+from ._tracebacks import TracebackAssembler, is_record_start
 
 ScanTemplates: type[_scan.Templates] | None
 try:
@@ -48,6 +48,10 @@ _STR_DIGITS = str.maketrans("123456789", "000000000")
 _ZEROS = repeat(OTHER)
 TEMPLATE_MAX_BYTES = 1024  # longer lines are never statistics lines: full path, not learned
 TEMPLATE_MAX_COUNT = 20_000  # bound on the learned templates (memory stays flat)
+DEFERRED_MAX = 1024  # lines a stretch holds to read in their turn (memory stays flat)
+# kinds read against the run's counts so far (the serving statistics' health-check episodes):
+# never deferred past the stretch's uncounted lines
+ORDERED_KINDS = frozenset({"health_check_failed"})
 STATUS_DIGITS = b"000"  # an HTTP status in a template
 
 
@@ -91,7 +95,7 @@ class BulkStretch:
     line of every category). Items are ``(number, offset, data, category)``. ``stats``: the
     dialect's marks of its statistics lines."""
 
-    __slots__ = ("count", "counts", "first", "firsts", "lasts", "last_number", "stats")
+    __slots__ = ("count", "counts", "deferred", "first", "firsts", "lasts", "last_number", "stats")
     first: StretchItem | None
     firsts: list[StretchItem | None]
     lasts: list[StretchItem | None]
@@ -106,6 +110,7 @@ class BulkStretch:
         self.first = None
         self.firsts = [None] * CATEGORIES
         self.lasts = [None] * CATEGORIES
+        self.deferred: list[StretchItem] = []  # other lines, read in their turn at the flush
 
     def _place(self, item: StretchItem) -> None:
         cat = item[3]
@@ -115,6 +120,13 @@ class BulkStretch:
         if cat in FIRSTS and self.firsts[cat] is None:
             self.firsts[cat] = item
         self.lasts[cat] = item
+
+    def defer(self, number: int, offset: int, data: bytes) -> None:
+        """One line that is not counted but need not end the stretch (``FastPath._deferrable``):
+        it is read at the flush, in its turn among the representatives."""
+        self.count += 1
+        self.last_number = number
+        self.deferred.append((number, offset, data, OTHER))
 
     def add_request(self, number: int, offset: int, data: bytes) -> None:
         """One request-log line (``Receive: obj=…``): only extends the stretch."""
@@ -191,7 +203,7 @@ class BulkStretch:
         """The lines that go through the full pipeline, in file order, as
         ``(number, offset, data, category)``."""
         items = {i for i in (self.first, *self.firsts, *self.lasts) if i}
-        return sorted(items)
+        return sorted(items.union(self.deferred))
 
 
 class FastPath:
@@ -214,6 +226,7 @@ class FastPath:
         self.layouts: dict[bytes, tuple] = {}  # decode template -> where its figures are (serving.layout)
         # access template -> (where its status is, whether its path is a health check's)
         self.statuses: dict[bytes, tuple[int, bool]] = {}
+        self.deferrable: set[bytes] = set()  # OTHER templates whose lines need not end a stretch
         self.request_heads: dict[bytes, int] = {}  # request-log head template -> category
         # the C scan's copies of the two tables above (None: the Python scan)
         self.scanner: _scan.Templates | None = None
@@ -289,6 +302,10 @@ class FastPath:
                     bulk.add_request(number + i + 1, offset + pos, data)
                     i, pos = i + 1, nl + 1
                     continue
+                if bulk.count and t in self.deferrable and len(bulk.deferred) < DEFERRED_MAX:
+                    bulk.defer(number + i + 1, offset + pos, data)
+                    i, pos = i + 1, nl + 1
+                    continue
             if bulk.count:
                 self.flush()
             self.feed(RawLine(number + i + 1, offset + pos, data))
@@ -329,6 +346,11 @@ class FastPath:
                     continue
                 if self._is_request_log(t, block, pos):
                     bulk.add_request(number + i + 1, offset + pos, data)
+                    i += 1
+                    pos += len(t) + 1
+                    continue
+                if bulk.count and t in self.deferrable and len(bulk.deferred) < DEFERRED_MAX:
+                    bulk.defer(number + i + 1, offset + pos, data)
                     i += 1
                     pos += len(t) + 1
                     continue
@@ -378,9 +400,11 @@ class FastPath:
         cat = template_category(self.events, template)
         if cat == ACCESS:
             return self._learn_access(template, data, event)
-        if cat in (NOTE, WARN) and not self._inert(template, t_event, event):
-            return OTHER
-        return cat
+        if cat in (NOTE, WARN) and self._inert(template, t_event, event):
+            return cat
+        if cat in (OTHER, NOTE, WARN) and self._deferrable(event):
+            self.deferrable.add(template)
+        return OTHER if cat in (NOTE, WARN) else cat
 
     def _learn_access(self, template: bytes, data: bytes, event: Event) -> int:
         """ACCESS when ``template`` has its status after the dialect's ``status_mark``, where
@@ -398,17 +422,33 @@ class FastPath:
         self.statuses[template] = (at, str(event.fields.get("path", "")).startswith(HEALTH_PATHS))
         return ACCESS
 
+    def _deferrable(self, event: Event) -> bool:
+        """Whether a line like ``event``'s (one event, no traceback, not a statistics line)
+        may be read at the stretch's flush, in its turn, after the stretch's representatives
+        before it instead of all its lines: what it does to the run does not depend on the
+        uncounted lines. Not so for a line that starts no record (it may continue the one
+        before it), a launch or start-up line (it may start a run), a line of
+        another server, one read against the counts so far (``ORDERED_KINDS``), or one the
+        serving statistics time against the next batch (a JIT compilation)."""
+        d = self.dialect
+        kind = event.kind
+        return (is_record_start(event.line) and event.dialect in (None, d.name)
+                and kind not in d.launch_kinds and kind not in d.startup_kinds and kind not in ORDERED_KINDS
+                and not any(word in event.line.text for word in JIT_WORDS))
+
     def _inert(self, template: bytes, t_event: Event, event: Event) -> bool:
         """Whether every line of ``template`` (a note: ``t_event`` its event, ``event`` a
         line's) does the same to the report as any other, so that a stretch's first and last
-        stand for the rest and a count does the rest: of this server, in no phase, no memory,
+        stand for the rest and a count does the rest: it starts a record (it continues none), of
+        this server, in no phase, no memory,
         ending, start-up or version fact, no process id in its wrapper, no word the serving
         statistics read, and no catalog line pattern can match it (each pattern requires one
         of its literals, and none is in the template, digits as zeros)."""
         d = self.dialect
         kind = event.kind
-        if event.dialect not in (None, d.name) or kind in d.event_phase or kind in d.memory_kinds \
-                or kind in d.ending_kinds or kind in d.startup_kinds or kind in d.launch_kinds:
+        if not is_record_start(event.line) or event.dialect not in (None, d.name) or kind in d.event_phase \
+                or kind in d.memory_kinds or kind in d.ending_kinds or kind in d.startup_kinds \
+                or kind in d.launch_kinds:
             return False
         if d.version_hints(kind, event.fields) or d.version_hints(kind, t_event.fields):
             return False
@@ -489,6 +529,7 @@ class FastPath:
             return True
         kept = {t: c for t, c in known.items() if c != OTHER}
         known.clear()
+        self.deferrable.clear()
         known.update(kept)
         if self.scanner is not None:
             self.scanner = self._new_scan_table()
@@ -525,7 +566,7 @@ class FastPath:
         run.last_line = max(run.last_line, bulk.last_number)
         unread = list(bulk.counts)  # the lines counted but not read, per category
         for item in items:
-            unread[item[3]] -= 1
+            unread[item[3]] -= 1  # (deferred lines are OTHER: never counted)
         run.batches += unread[DECODE] + unread[PREFILL]
         run.requests += unread[ACCESS] + unread[SERVER_ERROR]
         run.http_errors += unread[SERVER_ERROR]
