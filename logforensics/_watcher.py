@@ -220,10 +220,11 @@ class Watcher:
         return self.analyzer.findings(run)
 
     def _scratch(self, run: Run) -> Matcher:
-        """A throwaway matcher seeded with ``run``'s hits, for a traceback still open; what its
-        site matches learn of the release is the run's (the analyzer's matcher keeps it)."""
+        """A throwaway matcher seeded with ``run``'s hits, for a traceback still open: the
+        catalog of the run's server, as explain's; what its site matches learn of the release is
+        the run's (the analyzer's matcher keeps it)."""
         matcher = self.analyzer.matcher_for(run)
-        scratch = Matcher(self.catalog)
+        scratch = Matcher(matcher.catalog)
         scratch.hits = {run.index: list(matcher.hits.get(run.index, ()))}
         scratch.release_hints = matcher.release_hints
         return scratch

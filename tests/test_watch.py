@@ -738,6 +738,20 @@ def test_gate_decides_on_a_traceback_cut_inside_its_frames_once_the_source_is_st
     assert not any(o["type"] == "finding" and o["id"] == SEED_ID for o in objs)
 
 
+def test_an_open_traceback_is_matched_with_the_runs_own_catalog(tmp_path):
+    """The idle flush matches a traceback still open with the catalog of the log's server, as
+    explain does: an SGLang log is never claimed by a vLLM pattern (here vLLM's wording of a
+    context length above the model's)."""
+    log = tmp_path / "server.log"
+    log.write_text(f"{ts(0)} server_args=ServerArgs(model_path='m', tp_size=1)\n"
+                   "Traceback (most recent call last):\n"
+                   '  File "/x/sglang/srt/server_args.py", line 1, in f\n    raise ValueError(\n'
+                   "ValueError: User-specified max_model_len (999999) is greater than the derived "
+                   "max_model_len (max_position_embeddings=4096)")
+    end = _watch_json(log, until="ready")[-1]
+    assert end["primary"] == explain(log).primary.id != "context_length_exceeds_model"
+
+
 def test_gate_on_a_healthy_run_then_a_failed_relaunch_is_failed(tmp_path):
     """The run the log is about now decides, not the first run's ready line."""
     log = tmp_path / "server.log"
