@@ -478,6 +478,8 @@ def home_hit(tb: Traceback, run: Run) -> Hit | None:
     if home is None:
         return None
     frame, category, flag = home
+    if flag:  # as the log's release spells it
+        flag = _sites.flag_as_spelled(flag, *_release_of(run)[1], data, run.dialect.label)
     label = run.dialect.label
     message = tb.message.split("\n", 1)[0][:300].rstrip(".") or "(no message)"
     pattern = Pattern(
@@ -486,7 +488,7 @@ def home_hit(tb: Traceback, run: Run) -> Hit | None:
         explanation=(f"{tb.exc_type} was raised in {label}'s {category.what} at {frame.file}:{frame.line} "
                      f"in {frame.function}: {message}. No pattern and no {label} check names it; the "
                      "module it came from says what it was doing."),
-        fix=category.fix + (f" The value is {flag}'s." if flag else ""), source=HOME_SOURCE,
+        fix=category.fix + (f" The flag: `{flag}`." if flag else ""), source=HOME_SOURCE,
         merge="title", survivable=True,
     )
     return Hit(pattern, {}, traceback_evidence(tb), HOME_CONFIDENCE, tb.stream, tb,
