@@ -283,3 +283,14 @@ def test_a_full_template_table_forgets_other_templates_and_stays_exact(native, m
     analyzer = fast(data, 4096, native)
     assert analyzer.report("x").to_json() == slow(data).report("x").to_json()
     assert len(analyzer.fast.templates) <= 6
+
+
+@needs_c_scan
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=100).map(lambda b: b.replace(b"\n", b"")))
+def test_c_scan_finds_every_line_by_its_template(line):
+    """The scan makes a line's template and its hash eight bytes at a time: any bytes (high
+    ones, every digit, every length) find the template learned from ``bytes.translate``."""
+    table = scan_table()
+    table.add(line.translate(DIGITS), NOTE)
+    assert table.scan(line + b"\n", 0, ScanTemplates(), len(line) + 1)[6][0] == 1
