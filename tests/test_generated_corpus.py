@@ -23,7 +23,7 @@ KNOWN_MISSES = {
         "json_model_override_args_invalid__tail5", "tokenizer_json_corrupt__tail5",
     },
     # 0.5.2: an unknown rope type is a KeyError in transformers' model code (not its config reader)
-    # under SGLang's weight loading; the two tails as on 0.5.23
+    # while SGLang builds the model (logx: unclassified, naming transformers); the two tails as on 0.5.23
     "sglang-0.5.2": {"config_rope_scaling_invalid"},
     "sglang-0.5.2-cut": {
         *(f"config_rope_scaling_invalid__{shape}" for shape in ("tail5", "headless", "cut80")),

@@ -388,3 +388,20 @@ def test_a_site_finding_names_the_flag_of_the_logs_release(monkeypatch, version,
     top = explain(data, catalog=make_catalog()).findings[0]
     assert top.id == "server_args_invalid"
     assert f"`{flag}`" in top.fix and f"SGLang {version}" in top.fix
+
+
+@pytest.mark.parametrize(("key", "expected"), [
+    ("model.layers.3.mlp.experts.w2_weight_scale_inv", "weight_loading_key_mismatch"),
+    ("frobnicated", "unclassified_exception"),
+])
+def test_a_missing_key_under_load_model_is_a_tensor_only_when_dotted(key, expected):
+    """A bare word missing while the model is built (an unknown rope type in transformers' model
+    code, SGLang 0.5.2) is no checkpoint tensor; a tensor's name is dotted."""
+    site = "/usr/local/lib/python3.11/dist-packages"
+    lines = ["Traceback (most recent call last):",
+             f'  File "{site}/sglang/srt/model_loader/loader.py", line 477, in load_model',
+             "    model = _initialize_model(",
+             f'  File "{site}/transformers/models/qwen2/modeling_qwen2.py", line 287, in __init__',
+             "    self.rope_init_fn = ROPE_INIT_FUNCTIONS[self.rope_type]",
+             f"KeyError: '{key}'"]
+    assert explain(log_bytes(*lines)).findings[0].id == expected
