@@ -481,11 +481,12 @@ def home_hit(tb: Traceback, run: Run) -> Hit | None:
     if flag:  # as the log's release spells it
         flag = _sites.flag_as_spelled(flag, *_release_of(run)[1], data, run.dialect.label)
     label = run.dialect.label
+    owner = f"{label}'s " if _sites.in_server(frame.file, data) else ""  # else a library the server called
     message = tb.message.split("\n", 1)[0][:300].rstrip(".") or "(no message)"
     pattern = Pattern(
         id=category.id, title=f"{tb.exc_type} in {category.what} ({frame.function})",
         severity="error", phase=category.phase or "any", priority=HOME_PRIORITY,
-        explanation=(f"{tb.exc_type} was raised in {label}'s {category.what} at {frame.file}:{frame.line} "
+        explanation=(f"{tb.exc_type} was raised in {owner}{category.what} at {frame.file}:{frame.line} "
                      f"in {frame.function}: {message}. No pattern and no {label} check names it; the "
                      "module it came from says what it was doing."),
         fix=category.fix + (f" The flag: `{flag}`." if flag else ""), source=HOME_SOURCE,

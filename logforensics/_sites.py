@@ -539,7 +539,7 @@ def home_category(frames: list[Frame], data: SiteData | None = None) -> tuple[Fr
     if frame is not frames[-1]:  # a standard library helper raised: what was it handed?
         flag = flag_in_source(frame.source, data)
         value = next((c for c in categories(data) if c.flag_value), None)
-        if flag and value and _package_path(frame.file, (data or _default_sites()).package):
+        if flag and value and in_server(frame.file, data):
             return frame, value, flag
     category = category_of_frame(frame.file, frame.function, data)
     if category is None:  # the log is the server's: a library's reader ran under its calls
@@ -560,6 +560,11 @@ def _library_homes() -> tuple[tuple[re.Pattern[str], Category], ...]:
 # the standard library's own files (``/usr/lib/python3.11/json/decoder.py``, ``<frozen runpy>``),
 # not what a site-packages or dist-packages folder under it holds
 _STDLIB = re.compile(r"^<frozen |(?:^|[/\\])lib[/\\]python3\.\d+[/\\](?!(?:site|dist)-packages[/\\])")
+
+
+def in_server(file: str | None, data: SiteData | None = None) -> bool:
+    """``file`` is one of server ``data``'s own modules."""
+    return bool(_package_path(file, (data or _default_sites()).package))
 
 
 def home_frame(frames: list[Frame]) -> Frame | None:
