@@ -224,7 +224,7 @@ class Analyzer:
         matcher = self.matcher_for(run)
         told = run.with_release_hints(matcher.release_hints.get(run.index, set()))
         facts = run_facts(told)
-        return _serving_findings.findings(told, matcher.findings(told, facts), facts)
+        return _serving_findings.findings(told, matcher.findings(told, facts), matcher.catalog)
 
     def told(self, run: Run) -> Run:
         """``run`` with what its findings learned of its release (``Run.with_release_hints``)."""

@@ -39,6 +39,13 @@ FOUND_BY = {
     "stale_log": "the log's content predates the run of interest",
     "silent_process": "the process is alive but its log stopped growing before ready",
     "process_gone": "the process ended before ready with no traceback and no ready line",
+    # the serving-statistics stage's warnings (_serving_findings.py, from the run's ServingStats)
+    "serving_retractions": "the scheduler retracted requests again and again: the KV pool is too small for the load",
+    "serving_jit_stall": "kernels compiled on first use held the next decode step back",
+    "serving_5xx": "a share of the requests failed with a server error while the server stayed up",
+    "serving_queue": "the request queue grew over most of the serving series",
+    "serving_throughput": "generation throughput fell while as many requests kept running",
+    "serving_health": "the health check failed in separate episodes, the server answering in between",
 }
 # the stages that read the host (the file's times, its processes, watch's process), not the log
 # alone: no fixture can show them (tests/test_staleness.py and tests/test_watch.py make them)

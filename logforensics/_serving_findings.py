@@ -1,18 +1,21 @@
 """The warnings a badly serving run justifies, from its ``ServingStats`` (``serving.py``).
 
-Each is a ``warning`` finding (degraded, not failed) with its figures, when it started and the
-fix; where the catalog already has a curated finding for the same root cause (a retraction
-line, FlashInfer's JIT line), that finding is enriched with the figures instead of a second
-one being made.
+Each is a ``warning`` finding (degraded, not failed) of a built-in pattern
+(``patterns/builtin/serving.toml``, found by this stage: ``found_by = serving_…``) whose
+placeholders this module fills with the figures it computes: when each fires and its figures
+are the arithmetic here, the words are the pattern's. Where the catalog already has a curated
+finding for the same root cause (a retraction line), that finding is enriched with the figures
+instead of a second one being made.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ._catalog import Catalog
 from ._conditions import Evidence
-from ._findings import CONFIDENCE, Finding
+from ._findings import Finding, stage_finding
 from ._lines import parse_timestamp
 from ._memory import build_ledger
 from ._serving import (
@@ -33,6 +36,19 @@ from ._serving import (
 )
 
 
+@dataclass
+class Measured:
+    """What one check of this stage measured: the ``found_by`` stage of its pattern, the values
+    of the pattern's placeholders, its evidence, the figures the JSON keeps (``facts``) and the
+    sentence its fix gains from them (``fix_figures``: a curated finding's fix gains it too)."""
+
+    stage: str
+    values: dict[str, Any]
+    evidence: list[Evidence]
+    facts: dict[str, Any]
+    fix_figures: str = ""
+
+
 def _seconds(a: str | None, b: str | None) -> float | None:
     ta, tb = (parse_timestamp(a) if a else None), (parse_timestamp(b) if b else None)
     return (tb - ta).total_seconds() if ta is not None and tb is not None else None
@@ -48,31 +64,46 @@ def _when(mark: Mark) -> str:
     return f"line {mark.line}" + (f", {mark.ts}" if mark.ts else "")
 
 
-def findings(run, found: list[Finding], facts: dict[str, Any]) -> list[Finding]:
+def _then(sentence: str) -> str:
+    """A sentence added after another (a ``…_note``/``…_fix`` placeholder): nothing when empty."""
+    return f" {sentence}" if sentence else ""
+
+
+def findings(run, found: list[Finding], catalog: Catalog | None = None) -> list[Finding]:
     """``found`` with the serving warnings of ``run`` added, or curated ones enriched (new
-    findings in their place: the ones given are left as the matcher made them)."""
+    findings in their place: the ones given are left as the matcher made them). ``catalog``:
+    the run's, whose ``found_by`` patterns give the words (else the bundled ones)."""
     stats: ServingStats | None = getattr(run, "serving", None)
     if stats is None:
         return found
     out = list(found)
     at = {f.id: i for i, f in enumerate(out)}
-    for make in (_kv_pressure, _jit_stall, _http_5xx, _queue_growing, _throughput_falling, _health_flapping):
-        made = make(run, stats, facts)
-        if made is None:
+    for measure in (_kv_pressure, _jit_stall, _http_5xx, _queue_growing, _throughput_falling, _health_flapping):
+        measured = measure(run, stats)
+        if measured is None:
             continue
+        made = _finding(run, measured, catalog)
         if made.id not in at:
             out.append(made)
             continue
         curated = out[at[made.id]]
         have = {e.line for e in curated.evidence}
-        fix_figures = made.facts.get("fix_figures")
         out[at[made.id]] = replace(
-            curated, explanation=f"{curated.explanation.rstrip()} {made.facts['figures']}",
+            curated, explanation=f"{curated.explanation.rstrip()} {made.explanation}",
             facts={**curated.facts, **made.facts},
-            fix=f"{curated.fix.rstrip()} {fix_figures}" if fix_figures else curated.fix,
+            fix=f"{curated.fix.rstrip()} {measured.fix_figures}" if measured.fix_figures else curated.fix,
             evidence=sorted(curated.evidence + [e for e in made.evidence if e.line not in have],
                             key=lambda e: e.line)[:8])
     return out
+
+
+def _finding(run, measured: Measured, catalog: Catalog | None) -> Finding:
+    """The warning of ``measured``: its pattern filled with its values; its facts lead with the
+    filled explanation (``figures``, what a curated finding gains) and the fix's figures."""
+    made = stage_finding(catalog, measured.stage, measured.values, measured.evidence, "serving", run.index,
+                         "serving")
+    made.facts = {"figures": made.explanation, "fix_figures": measured.fix_figures, **measured.facts}
+    return made
 
 
 def _evidence(*marks: Mark | None) -> list:
@@ -80,29 +111,19 @@ def _evidence(*marks: Mark | None) -> list:
     return [Evidence(m.line, m.text) for _, m in sorted(seen.items())]
 
 
-def _warning(run, id_: str, title: str, evidence: list[Evidence], figures: str, fix: str,
-             facts: dict[str, Any], fix_figures: str = "") -> Finding:
-    return Finding(id=id_, title=title, severity="warning", confidence=CONFIDENCE["serving"], phase="serving",
-                   run=run.index, evidence=evidence, explanation=figures, fix=fix, priority=30,
-                   facts={"figures": figures, "fix_figures": fix_figures, **facts})
-
-
-def _kv_pressure(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | None:
+def _kv_pressure(run, stats: ServingStats) -> Measured | None:
     """Repeated retractions: the KV pool is too small for the load."""
     if stats.retractions < RETRACTION_STORM or stats.first_retraction is None:
         return None
     first, last, span = _stretch(stats.first_retraction, stats.last_retraction)
-    figures = (f"The scheduler retracted requests {stats.retractions} times ({stats.retracted_reqs} "
-               f"requests in all) from {_when(first)}"
-               + (f" over {span:.0f} s" if span else "") + ".")
+    ratio_note = usage_note = fix_figures = ""
     if stats.new_token_ratio:
         a, b = stats.new_token_ratio
-        figures += f" new_token_ratio went {a:.2f} -> {b:.2f} (the scheduler now admits fewer new tokens)."
+        ratio_note = f"new_token_ratio went {a:.2f} -> {b:.2f} (the scheduler now admits fewer new tokens)."
     usage = (run.last_decode or {}).get("token_usage")
     if isinstance(usage, int | float):
-        figures += f" Token usage at the last decode step: {usage:.2f}."
+        usage_note = f"Token usage at the last decode step: {usage:.2f}."
     tokens = min((r.kv_tokens for r in build_ledger(run).ranks if r.kv_tokens), default=None)
-    fix_figures = ""
     if isinstance(tokens, int) and tokens > 0:
         running = (run.last_decode or {}).get("running_req")
         if isinstance(running, int) and running > 0:
@@ -110,18 +131,15 @@ def _kv_pressure(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | N
             fix_figures = (f"The pool ({tokens} KV tokens, from the memory ledger) filled with {running} requests "
                            f"running (~{tokens // running} tokens each): --max-running-requests {target} (80% of them) "
                            "keeps about a fifth of the pool free for their growth.")
-    fix = ("Cap concurrency with --max-running-requests, give the KV cache more memory with a higher "
-           "--mem-fraction-static (the memory ledger shows the room), or lower --chunked-prefill-size; "
-           "a 'lpm'/'fcfs' --schedule-policy with a higher --schedule-conservativeness retracts less.")
-    ev = _evidence(first, last)
-    return _warning(run, "decode_retraction_kv_pressure",
-                    f"KV cache pressure: {stats.retractions} retractions while serving", ev, figures,
-                    f"{fix} {fix_figures}".strip(),
+    values = {"retractions": stats.retractions, "retracted_reqs": stats.retracted_reqs, "first_at": _when(first),
+              "span_note": f" over {span:.0f} s" if span else "", "ratio_note": _then(ratio_note),
+              "usage_note": _then(usage_note), "pool_fix": _then(fix_figures)}
+    return Measured("serving_retractions", values, _evidence(first, last),
                     {"retractions": stats.retractions, "retracted_reqs": stats.retracted_reqs,
                      "first_retraction_line": first.line}, fix_figures)
 
 
-def _jit_stall(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | None:
+def _jit_stall(run, stats: ServingStats) -> Measured | None:
     """Kernels were compiled while a request waited: no decode step for a long time after
     the JIT line."""
     jit, d = stats.jit_mark, stats.jit_decode
@@ -130,31 +148,20 @@ def _jit_stall(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | Non
     gap = _seconds(jit.ts, d.ts)
     if gap is None or gap < JIT_STALL_SECONDS:
         return None
-    figures = (f"Kernels were compiled on first use ({_when(jit)}) and the next decode step came only "
-               f"{gap:.0f} s later ({_when(d)}): requests waited for the compilation.")
-    fix = ("Warm the server up before it takes traffic, keep the JIT cache (~/.cache/flashinfer, "
-           "~/.triton) on a persistent volume, or install prebuilt kernels (flashinfer-jit-cache).")
-    return _warning(run, "flashinfer_jit_first_request_latency",
-                    f"The first request stalled {gap:.0f} s (kernels compiled on first use)",
-                    _evidence(jit, d), figures, fix,
-                    {"first_request_stall_s": round(gap, 1)})
+    values = {"stall_seconds": f"{gap:.0f}", "jit_at": _when(jit), "decode_at": _when(d)}
+    return Measured("serving_jit_stall", values, _evidence(jit, d), {"first_request_stall_s": round(gap, 1)})
 
 
-def _http_5xx(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | None:
+def _http_5xx(run, stats: ServingStats) -> Measured | None:
     """A burst of server errors while the server stayed up."""
     n = run.http_errors
     if n < HTTP_5XX_BURST or not run.requests or n / run.requests < HTTP_5XX_SHARE or stats.first_5xx is None:
         return None
     first, last = stats.first_5xx, stats.last_5xx or stats.first_5xx
-    figures = (f"{n} of {run.requests} requests ({n / run.requests:.0%}) failed with a 5xx, from "
-               f"{_when(first)} to {_when(last)}.")
-    if stats.health_failures:
-        figures += f" The health check failed {stats.health_failures} times too."
-    fix = ("Read the lines just before the first 5xx for the failing component; under overload cap "
-           "--max-running-requests so requests queue instead of failing, and check the client's timeouts.")
-    ev = _evidence(first, last)
-    return _warning(run, "http_5xx_burst", f"{n} requests failed with a server error (5xx)", ev, figures,
-                    fix, {"http_5xx": n, "requests": run.requests})
+    health_note = f"The health check failed {stats.health_failures} times too." if stats.health_failures else ""
+    values = {"http_5xx": n, "requests": run.requests, "share": f"{n / run.requests:.0%}", "first_at": _when(first),
+              "last_at": _when(last), "health_note": _then(health_note)}
+    return Measured("serving_5xx", values, _evidence(first, last), {"http_5xx": n, "requests": run.requests})
 
 
 # — from the serving series (serving.Series) ————————————————————————————————————————
@@ -184,7 +191,7 @@ def _with_year(stats: ServingStats) -> bool:
     return ts is None or (len(ts) >= 19 and ts[4] == "-")
 
 
-def _queue_growing(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | None:
+def _queue_growing(run, stats: ServingStats) -> Measured | None:
     """#queue-req rising over most buckets while the server was decoding: requests arrive
     faster than it finishes them."""
     buckets = _buckets(stats, QUEUE, RUNNING)
@@ -201,10 +208,6 @@ def _queue_growing(run, stats: ServingStats, facts: dict[str, Any]) -> Finding |
     with_year = _with_year(stats)
     running = _mean([a for _, a in buckets[-3:]], RUNNING) or 0.0
     usage = (_mean([a for _, a in buckets[-3:]], USAGE) or 0.0) / run.dialect.stats.usage_per_unit
-    figures = (f"The queue grew in {rises} of {len(queues) - 1} steps of the serving series (buckets of "
-               f"{stats.series.width} s), from {queues[0]:.0f} to {queues[-1]:.0f} waiting requests, "
-               f"from {_at(stats, first_key, with_year)} on, while about {running:.0f} requests were running "
-               f"(token usage {usage:.2f}): requests arrive faster than the server finishes them.")
     tokens = min((r.kv_tokens for r in build_ledger(run).ranks if r.kv_tokens), default=None)
     if usage >= 0.85:
         fix_figures = (f"The KV pool is {usage:.0%} full, so more running requests would not fit: give it more memory "
@@ -222,21 +225,20 @@ def _queue_growing(run, stats: ServingStats, facts: dict[str, Any]) -> Finding |
                            f"--max-running-requests {target} lets more run at once (85% of the pool).")
     else:
         fix_figures = ""
-    fix = ("Raise --max-running-requests while the KV pool has room, else give the pool more memory "
-           "(--mem-fraction-static) or add replicas; a smaller --chunked-prefill-size keeps long prompts "
-           "from holding decode back, and --schedule-policy lpm reuses shared prefixes.")
+    values = {"rising_steps": rises, "steps": len(queues) - 1, "bucket_seconds": stats.series.width,
+              "queue_first": f"{queues[0]:.0f}", "queue_last": f"{queues[-1]:.0f}",
+              "started_at": _at(stats, first_key, with_year), "running": f"{running:.0f}",
+              "token_usage": f"{usage:.2f}", "pool_fix": _then(fix_figures)}
     ev = _evidence(stats.first_decode) + [Evidence(0, f"(serving series) queue {queues[0]:.0f} at "
                                                      f"{_at(stats, buckets[0][0], with_year)} -> {queues[-1]:.0f} "
                                                      f"at {_at(stats, buckets[-1][0], with_year)}")]
-    return _warning(run, "serving_queue_growing",
-                    f"The request queue only grew: {queues[0]:.0f} -> {queues[-1]:.0f} waiting", ev, figures,
-                    f"{fix} {fix_figures}".strip(),
+    return Measured("serving_queue", values, ev,
                     {"queue_first": round(queues[0], 1), "queue_last": round(queues[-1], 1),
                      "rising_steps": rises, "steps": len(queues) - 1,
                      "started_at": _at(stats, first_key, with_year)}, fix_figures)
 
 
-def _throughput_falling(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | None:
+def _throughput_falling(run, stats: ServingStats) -> Measured | None:
     """Generation throughput fell while as many requests (or more) kept running."""
     buckets = _buckets(stats, THROUGHPUT, RUNNING)
     if len(buckets) < SERIES_MIN_BUCKETS:
@@ -249,10 +251,6 @@ def _throughput_falling(run, stats: ServingStats, facts: dict[str, Any]) -> Find
         return None
     with_year = _with_year(stats)
     start = next(k for k, a in buckets[third:] if (_mean([a], THROUGHPUT) or 0.0) < (tps_a + tps_b) / 2)
-    figures = (f"Generation throughput fell from {tps_a:.0f} to {tps_b:.0f} tok/s ({tps_b / tps_a - 1:+.0%}; "
-               f"the first and last thirds of the serving series) while the running requests went "
-               f"{run_a:.0f} -> {run_b:.0f}: the load held, each step got slower, from about "
-               f"{_at(stats, start, with_year)} on.")
     graph_bs = run.args.get("cuda_graph_max_bs")
     ranks = build_ledger(run).ranks
     ledger_bs = max((r.graph_last_bs for r in ranks if r.graph_last_bs), default=None)
@@ -269,14 +267,13 @@ def _throughput_falling(run, stats: ServingStats, facts: dict[str, Any]) -> Find
                        "(--mem-fraction-static).")
     else:
         fix_figures = ""
-    fix = ("Check what changed as it slowed: batches outside CUDA graphs (--cuda-graph-max-bs), KV pressure "
-           "(--max-running-requests, --mem-fraction-static), long prefills between decode steps "
-           "(a smaller --chunked-prefill-size), or the scheduling order (--schedule-policy).")
+    values = {"fall": f"{1 - tps_b / tps_a:.0%}", "change": f"{tps_b / tps_a - 1:+.0%}",
+              "throughput_first": f"{tps_a:.0f}", "throughput_last": f"{tps_b:.0f}", "running_first": f"{run_a:.0f}",
+              "running_last": f"{run_b:.0f}", "started_at": _at(stats, start, with_year),
+              "slow_step_fix": _then(fix_figures)}
     ev = _evidence(stats.first_decode) + [Evidence(0, f"(serving series) {tps_a:.0f} -> {tps_b:.0f} tok/s with "
                                                      f"{run_a:.0f} -> {run_b:.0f} running")]
-    return _warning(run, "serving_throughput_falling",
-                    f"Throughput fell {1 - tps_b / tps_a:.0%} while the load held", ev, figures,
-                    f"{fix} {fix_figures}".strip(),
+    return Measured("serving_throughput", values, ev,
                     {"gen_throughput_first": round(tps_a, 1), "gen_throughput_last": round(tps_b, 1),
                      "running_first": round(run_a, 1), "running_last": round(run_b, 1),
                      "started_at": _at(stats, start, with_year)}, fix_figures)
@@ -296,20 +293,14 @@ def _graph_room(ranks: list, captured: int, wanted: int) -> str:
             f"after the graphs on {r.rank}: it {verdict})")
 
 
-def _health_flapping(run, stats: ServingStats, facts: dict[str, Any]) -> Finding | None:
+def _health_flapping(run, stats: ServingStats) -> Measured | None:
     """Health checks failing, then passing, then failing again: a watchdog or load balancer
     takes the server in and out of rotation."""
     if stats.health_episodes < HEALTH_FLAPS or stats.first_health_failure is None:
         return None
     first, last, span = _stretch(stats.first_health_failure, stats.last_health_failure)
-    figures = (f"The health check failed {stats.health_failures} times in {stats.health_episodes} separate "
-               f"episodes, the server answering in between, from {_when(first)} to {_when(last)}"
-               + (f" ({span:.0f} s)" if span else "") + ": it is alive but too slow to answer in time, so a "
-               "watchdog or load balancer keeps taking it out of rotation and back.")
-    fix = ("Find what stalls the scheduler at those times (long prefills: a smaller --chunked-prefill-size; "
-           "overload: cap --max-running-requests so requests queue instead of timing out the health "
-           "check); give the probe a longer timeout or --health-check-timeout where the release has it.")
-    return _warning(run, "health_check_flapping",
-                    f"The health check flapped: {stats.health_episodes} failure episodes", _evidence(first, last),
-                    figures, fix, {"health_failures": stats.health_failures,
-                                   "health_episodes": stats.health_episodes})
+    values = {"health_failures": stats.health_failures, "health_episodes": stats.health_episodes,
+              "first_at": _when(first), "last_at": _when(last),
+              "span_seconds": f"{span:.0f}" if span else None}  # None: the aside is dropped
+    return Measured("serving_health", values, _evidence(first, last),
+                    {"health_failures": stats.health_failures, "health_episodes": stats.health_episodes})
