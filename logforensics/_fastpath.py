@@ -72,8 +72,11 @@ def template_category(stream: EventStream, data: bytes) -> int:
     the checks a template must pass: OTHER for every kind but a batch, access, request-log or
     note kind."""
     event = template_event(stream, data)
-    if event is None:
-        return OTHER
+    return OTHER if event is None else event_category(event)
+
+
+def event_category(event: Event) -> int:
+    """``template_category`` of a line's one event."""
     kind = event.kind
     if kind == "decode_batch":
         return DECODE
@@ -386,18 +389,26 @@ class FastPath:
         """The fast-path category of every line whose digits-as-zeros form is ``template``.
 
         The full path treats every digit alike (``\\d``, never a literal digit: the rules' regexes
-        are checked for that in the tests), so a line and its template get the same event kind.
-        Both are run through the full path and must agree. An access template must hold one
-        ``protocol`` (``HTTP/``) and its status right after the dialect's ``status_mark``
+        are checked for that in the tests), so a line and its template get the same event kind:
+        a line of any other kind is read alone (its template is OTHER, perhaps deferrable); a
+        statistics line and its template are both run through the full path and must agree. An
+        access template must hold one ``protocol`` (``HTTP/``) and its status right after the dialect's ``status_mark``
         there (``" 000``), so the scan reads each line's status at that place: ACCESS below 500,
         SERVER_ERROR from 500, the full path for a 5xx answer to a health check. A note (a
         plain message, a warning) must pass ``_inert``."""
         if len(data) > TEMPLATE_MAX_BYTES:
             return OTHER
-        t_event, event = template_event(self.events, template), template_event(self.events, data)
-        if t_event is None or event is None or t_event.kind != event.kind:
+        event = template_event(self.events, data)
+        if event is None:
             return OTHER
-        cat = template_category(self.events, template)
+        cat = event_category(event)
+        if cat == OTHER:  # (its template makes the same kind: not read a second time)
+            if self._deferrable(event):
+                self.deferrable.add(template)
+            return OTHER
+        t_event = template_event(self.events, template)
+        if t_event is None or t_event.kind != event.kind:
+            return OTHER
         if cat == ACCESS:
             return self._learn_access(template, data, event)
         if cat in (NOTE, WARN) and self._inert(template, t_event, event):
