@@ -112,6 +112,16 @@ RELEASE_CAUSES: dict[str, dict[str, str]] = {
         "mamba_extra_buffer_on_dense_model": "argparse_error",
         "config_file_missing": "argparse_error",
     },
+    "0.5.9": {
+        # --cuda-graph-max-bs is no abbreviation yet and a missing draft model is not checked
+        # first: the model build's rotary embedding needs vLLM's ops on a CPU, as on 0.5.23
+        "argparse_ambiguous_abbrev": "missing_optional_dependency",
+        "speculative_draft_missing": "missing_optional_dependency",
+        # flags that came later are unrecognized
+        "mamba_extra_buffer_on_dense_model": "argparse_error",
+        # on a CPU each TP rank takes a NUMA node: tp 3 needs more of them than the machine has
+        "tp3_pp2_still_starting": "tp_exceeds_visible_gpus",
+    },
 }
 
 # config.json edits per broken folder (None: the key is removed)
@@ -197,7 +207,7 @@ def libcuda_stub(python: str, folder: Path) -> Path | None:
     where = subprocess.run([python, "-c", "import importlib.util as u; s = u.find_spec('sgl_kernel'); "
                             "print(s.submodule_search_locations[0] if s else '')"],
                            capture_output=True, text=True, check=True).stdout.strip()
-    libs = list(Path(where).glob("*.so")) if where else []
+    libs = list(Path(where).rglob("*.so")) if where else []  # also per-architecture folders (sm100/)
     names = set()
     for lib in libs:
         undefined = subprocess.run(["nm", "-D", "--undefined-only", str(lib)], capture_output=True,
