@@ -201,6 +201,10 @@ def test_categories_come_from_the_sites_home():
                             "Chat template (?P<t>.*?) is not a built-in template name")).id == "server_args_invalid"
     assert category_of(site("sglang/srt/layers/rotary_embedding/factory.py", "get_rope",
                             "Unknown RoPE scaling type (?P<t>.*?)")).id == "model_config_invalid"
+    # on a CPU each TP rank takes a NUMA node: more ranks than nodes is more ranks than devices
+    assert category_of(site("sglang/srt/model_executor/model_runner.py", "ModelRunner.init_threads_binding",
+                            "tp_size (?P<tp>.*?) should be smaller than or equal to number of numa node on the "
+                            "machine (?P<n>.*?)", "assert")).id == "tp_exceeds_visible_gpus"
     # the tokenizer manager's serving loop is not tokenizer loading
     assert category_of(site("sglang/srt/managers/tokenizer_manager.py", "TokenizerManager.sigterm_watchdog",
                             "Signal SIGTERM received while health check failed", "log.error")) is None
