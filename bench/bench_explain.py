@@ -23,6 +23,7 @@ of a fixture log against a bare ``python -c pass``, ``--repeat`` runs each (best
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import platform
 import shutil
@@ -135,6 +136,10 @@ def startup_table(a: argparse.Namespace) -> None:
     fixtures' healthy TP1 log) beside an interpreter that does nothing."""
     log = HERE.parent / "fixtures" / "none__healthy_tp1.log"
     logx = logx_command()
+    # As an install leaves it (pip byte-compiles the wheel): without .pyc files (an editable
+    # checkout under PYTHONDONTWRITEBYTECODE) every run would compile logx's source anew.
+    import logforensics
+    compileall.compile_dir(Path(logforensics.__file__).parent, quiet=1)
     rows = [("`python -c pass`", [sys.executable, "-c", "pass"]),
             ("`logx status --json` (small log)", logx + ["status", "--json", str(log)]),
             ("`logx explain --json` (small log)", logx + ["explain", "--json", str(log)])]

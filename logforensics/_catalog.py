@@ -15,9 +15,11 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import regex
 
+from . import _cache
 from ._conditions import CONDITIONS
 from ._dialects import DIALECTS
 from ._dialects.base import bundled_dir
@@ -227,10 +229,11 @@ def load_file(file: Path, compile_now: bool = True, folder: str | None = None) -
     """The patterns of one file; ``folder``: the top folder it sits in under its catalog
     directory (named after a dialect: the patterns' default dialect)."""
     try:
-        with open(file, "rb") as fh:
-            data = tomllib.load(fh)
+        data = _read_toml(file)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{file}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CatalogError(f"{file}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise CatalogError(f"{file}: cannot read: {exc.strerror or exc}") from None
     tables = data.get("pattern", [])
@@ -238,6 +241,13 @@ def load_file(file: Path, compile_now: bool = True, folder: str | None = None) -
         raise CatalogError(f"{file}: 'pattern' must be an array of tables ([[pattern]])")
     dialect = folder if folder in DIALECTS else None
     return [build_pattern(table, file, i, compile_now, dialect) for i, table in enumerate(tables)]
+
+
+def _read_toml(file: Path) -> dict[str, Any]:
+    """A pattern file's tables, from the disk cache when these bytes were parsed before."""
+    with open(file, "rb") as fh:
+        data = fh.read()
+    return _cache.cached("toml", _cache.file_key(file, data), lambda: tomllib.loads(data.decode()))
 
 
 def build_pattern(table: dict, file: Path | str, index: int = 0, compile_now: bool = True,

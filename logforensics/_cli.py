@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from . import __version__
+from . import __version__, _cache
 from ._analysis import Options, explain
 from ._catalog import load_catalog
 from ._dialects import names as dialect_names
@@ -462,6 +462,7 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry (``argv``: the arguments, default ``sys.argv[1:]``): logx never
     shows its own traceback to its user. Usage errors are reported by the argument parser
     itself (exit code 2)."""
+    _cache.enable()  # what logx derives from its own data is kept between runs (LOGX_NO_CACHE=1: not)
     try:
         app(args=argv, prog_name="logx")  # also under `python -m logforensics`: completion reads _LOGX_COMPLETE
     except LogxError as exc:

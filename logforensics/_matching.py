@@ -9,6 +9,7 @@ import functools
 import re
 from typing import Any
 
+from . import _cache
 from ._catalog import timed_search
 
 MIN_PARTIAL_CHARS = 16  # characters of the pattern's words a partial match must have matched
@@ -37,8 +38,13 @@ def required_literals(rx) -> tuple[tuple[str, ...], bool] | None:
 
 @functools.lru_cache(maxsize=4096)
 def _literals_of(source: str, ignorecase: bool) -> tuple[tuple[str, ...], bool] | None:
-    """``required_literals`` of one pattern source, parsed once per process: every explain
-    builds a new Matcher, and parsing the catalog's sources each time cost ~70 ms per log."""
+    """``required_literals`` of one pattern source, parsed once per process (every explain
+    builds a new Matcher, and parsing the catalog's sources each time cost ~70 ms per log) and
+    kept in the disk cache across processes."""
+    return _cache.cached("literals", (source, ignorecase), lambda: _parse_literals(source, ignorecase))
+
+
+def _parse_literals(source: str, ignorecase: bool) -> tuple[tuple[str, ...], bool] | None:
     import warnings
     from re import _constants as C  # type: ignore[attr-defined]  # noqa: N812 - typeshed stubs only sre_*
     from re import _parser  # type: ignore[attr-defined]

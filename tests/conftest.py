@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import time
@@ -13,6 +14,9 @@ import pytest
 from logforensics._catalog import Catalog, build_pattern
 
 REPO = Path(__file__).resolve().parent.parent
+# The suite reads the pattern files as they are: no disk cache kept between runs (logx's own
+# processes inherit this); tests/test_cache.py turns it on where it is the subject.
+os.environ["LOGX_NO_CACHE"] = "1"
 FIXTURES = REPO / "fixtures"
 CORPUS = REPO.parent / "shared" / "corpus"
 
