@@ -285,7 +285,7 @@ WRAPPER_SHAPES = ("docker", "kubectl", "journald", "ts", "ray", "srun", "pdsh", 
                   "crlf", "ansi", "markdown")
 
 
-@pytest.mark.parametrize("release", ["sglang-0.5.2", "sglang-0.5.23", "vllm-0.33.0"])
+@pytest.mark.parametrize("release", ["sglang-0.5.23", "vllm-0.33.0"])
 def test_a_log_through_any_wrapper_gets_the_answer_of_the_plain_log(release, tmp_path):
     """Logs the real releases printed, rewritten as docker compose, kubectl, journald, ts,
     Ray, srun, pdsh, mpirun, kubectl --prefix, cat -n, a Windows editor, a colour terminal and
