@@ -80,6 +80,9 @@ class Analyzer:
         self.lines = 0
         self.bytes = 0
         self._held: list[RawLine] | None = []  # lines held for detection (None: settled)
+        # told the events of every line read in full, as it is read (logx watch, catching up on
+        # a file's back-log through consume)
+        self.on_events: Callable[[list[Event]], None] | None = None
         self._settle(given(dialect) if isinstance(dialect, str)
                      else Detection(dialect, "given") if dialect is not None else Detection(DEFAULT, "guess"))
         if dialect is not None:
@@ -138,6 +141,8 @@ class Analyzer:
         out = self.events.feed(raw)
         for event in out:
             self._dispatch(event)
+        if self.on_events is not None:
+            self.on_events(out)
         return out
 
     def consume(self, chunks) -> None:

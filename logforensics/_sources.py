@@ -204,17 +204,21 @@ def _spans_with_long_lines(buf: bytes, start: int, end: int, max_line: int) -> I
         start = run_end
 
 
-def read_chunks(stream: BinaryIO, size: int = CHUNK_BYTES) -> Iterator[bytes]:
-    """Yield chunks from a binary stream until EOF. Uses ``read1`` where it exists so a pipe's
-    data is delivered as soon as it arrives, not when ``size`` bytes have accumulated."""
+def read_chunks(stream: BinaryIO, size: int = CHUNK_BYTES, limit: int | None = None) -> Iterator[bytes]:
+    """Yield chunks from a binary stream until EOF (or ``limit`` bytes). Uses ``read1`` where
+    it exists so a pipe's data is delivered as soon as it arrives, not when ``size`` bytes have
+    accumulated."""
     read = getattr(stream, "read1", None) or stream.read
-    while True:
+    left = limit
+    while left is None or left > 0:
         try:
-            chunk = read(size)
+            chunk = read(size if left is None else min(size, left))
         except InterruptedError:  # pragma: no cover - PEP 475 retries for us
             continue
         if not chunk:
             return
+        if left is not None:
+            left -= len(chunk)
         yield chunk
 
 

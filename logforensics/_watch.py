@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Iterator
@@ -44,11 +45,35 @@ __all__ = ["WatchOptions", "watch", "watch_many"]
 
 
 
-def open_source(source: str, options: WatchOptions,
-                context: _staleness.Context | None = None) -> tuple[Iterator[FollowItem], str]:
+BACKLOG_BYTES = 4 << 20  # a file holding more than this when the watch starts catches up by blocks
+
+
+def _backlog(source: str, options: WatchOptions, context: _staleness.Context | None) -> int:
+    """How many bytes of ``source`` the watch reads with the block scan before following it:
+    the whole lines it already holds, when it is a regular file followed from its start and
+    holds more than ``BACKLOG_BYTES`` (a small one is read line by line, as it always was)."""
+    if source == "-" or options.from_end or (context is not None and context.offset):
+        return 0
+    try:
+        st = os.stat(source)  # never open a FIFO here: without a writer, opening it blocks
+        if not stat.S_ISREG(st.st_mode) or st.st_size <= BACKLOG_BYTES:
+            return 0
+        with open(source, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            fh.seek(max(0, size - (1 << 20)))
+            tail = fh.read(size - fh.tell())
+    except OSError:
+        return 0
+    newline = tail.rfind(b"\n")
+    return size - len(tail) + newline + 1 if newline >= 0 else 0
+
+
+def open_source(source: str, options: WatchOptions, context: _staleness.Context | None = None,
+                start: int = 0) -> tuple[Iterator[FollowItem], str]:
     """The follower for ``source`` (``-`` = standard input) and its display name. A file
     that does not exist yet is fine (it is waited for); a directory is a ``SourceError``.
-    A ``logx run --append`` sidecar (``context.offset``) starts the file where its run began."""
+    A ``logx run --append`` sidecar (``context.offset``) starts the file where its run began;
+    ``start``: the bytes already read (the back-log) are not followed again."""
     if source == "-":
         stdin = sys.stdin
         if stdin is None or stdin.isatty():
@@ -58,7 +83,7 @@ def open_source(source: str, options: WatchOptions,
                              partial_after=options.idle_flush), "<stdin>"
     if os.path.isdir(source):
         raise SourceError(f"{source}: is a directory, not a log file")
-    offset = context.offset if context is not None and not options.from_end else 0
+    offset = start or (context.offset if context is not None and not options.from_end else 0)
     return follow_file(source, from_end=options.from_end, start_offset=offset,
                        poll=options.poll, partial_after=options.idle_flush), source
 
@@ -95,9 +120,10 @@ def _watcher(source: str, options: WatchOptions, catalog: Catalog, renderer: Ren
         context = _staleness.prepare(path, Options(pid=options.pid, since=options.since)) \
             if options.use_sidecar \
             else _staleness.Context(path=path)
-    items, name = open_source(source, options, context)
+    backlog = _backlog(source, options, context)
+    items, name = open_source(source, options, context, start=backlog)
     watcher = Watcher(items, renderer, options, catalog, name, monitor if monitor.active else None,
-                      path=path, context=context)
+                      path=path, context=context, backlog=backlog)
     if options.until == "exit" and source != "-" and options.pid is None and (
             not options.use_sidecar or read_sidecar(source) is None):
         renderer.notice("note", "no `logx run` sidecar and no --pid: --until exit cannot see the "

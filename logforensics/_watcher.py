@@ -40,7 +40,7 @@ from ._gate import (
 from ._render.watch import Renderer
 from ._report import Report
 from ._runs import PHASE_RANK, Run
-from ._sources import RawLine
+from ._sources import RawLine, read_chunks
 from ._tracebacks import Traceback
 
 _BATCH_KINDS = frozenset({"prefill_batch", "decode_batch"})
@@ -62,8 +62,12 @@ class Watcher:
     def __init__(self, items: Iterable[FollowItem], renderer: Renderer,
                  options: WatchOptions | None = None, catalog: Catalog | None = None,
                  name: str = "<stream>", monitor: ProcessMonitor | None = None,
-                 path: str | None = None, context: _staleness.Context | None = None):
+                 path: str | None = None, context: _staleness.Context | None = None,
+                 backlog: int = 0):
         self.items = items
+        # the first ``backlog`` bytes of ``path`` (whole lines) are read with explain's block
+        # scan before ``items`` (the follower, from that byte) go on live
+        self.backlog = backlog
         self.path = path  # a followed file: the stale-log detector checks the final report
         self.context = context
         self.renderer = renderer
@@ -166,6 +170,18 @@ class Watcher:
                 trigger = True
         if trigger or hits != self._hits_seen.get(run.index):
             self._check_findings(run)
+
+    def _catch_up(self, path: str, end: int) -> None:
+        """The file's first ``end`` bytes through the block scan ``explain`` uses (a 1 GB log
+        followed from its start catches up at explain's speed, not line by line): the lines it
+        reads in full tell the watch what changed in their turn, as when they are followed."""
+        self.analyzer.on_events = self._ingest  # every line read in full, in its turn
+        try:
+            with open(path, "rb") as fh:
+                self.analyzer.consume(read_chunks(fh, limit=end))
+        finally:
+            self.analyzer.on_events = None
+        self._flush_bulk()
 
     def feed(self, raw: RawLine) -> None:
         """One line, through the analysis' per-line fast path for statistics lines."""
@@ -454,6 +470,8 @@ class Watcher:
         iterator: Iterator[FollowItem] = iter(self.items)
         outcome: Outcome | None = None
         try:
+            if self.backlog and self.path is not None:
+                self._catch_up(self.path, self.backlog)
             for item in iterator:
                 outcome = self.step(item)
                 if outcome is not None:

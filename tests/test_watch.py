@@ -27,6 +27,7 @@ import pytest
 from conftest import WRITER
 from rich.console import Console
 
+from logforensics import _watch as watch_module
 from logforensics._analysis import Options, explain
 from logforensics._catalog import load_catalog
 from logforensics._follow import IDLE, PARTIAL, QUIET, STILL
@@ -831,3 +832,43 @@ def test_a_backtracking_user_pattern_is_said_once_while_watching():
     watcher.execute()
     notes = [o for o in jsonl(out.getvalue()) if o["type"] == "source" and "pattern evil" in o["detail"]]
     assert len(notes) == 1 and "timed out 3×" in notes[0]["detail"]
+
+
+# — the back-log ————————————————————————————————————————————————————————————————————
+
+
+def _watch_told(path: Path) -> tuple:
+    """What ``logx watch PATH --until ready --json`` decides and on what: its end, the phases
+    each run reached, the problems it reported (not the times it said them at, nor the line a
+    counted stretch of batches put "serving" at, nor the serving warnings, which the block
+    scan's statistics give as explain's do)."""
+    objs = _watch_json(path, until="ready")
+    end = {k: v for k, v in objs[-1].items() if k not in ("time", "waited")}
+    phases = {(o["run"], o["phase"]) for o in objs if o["type"] == "phase"}
+    problems = {(o["run"], o["id"]) for o in objs if o["type"] == "finding" and o["severity"] in ("fatal", "error")}
+    return end, phases, problems
+
+
+@pytest.mark.parametrize("fixture", sorted(FIXTURES.glob("*.log"))[::6], ids=lambda p: p.stem)
+def test_a_back_log_read_by_blocks_is_decided_as_line_by_line(fixture, monkeypatch):
+    """A file that already holds more than BACKLOG_BYTES is read with explain's block scan
+    before it is followed: the watch decides it as reading it line by line does, on the same
+    phases and problems."""
+    by_lines = _watch_told(fixture)
+    monkeypatch.setattr(watch_module, "BACKLOG_BYTES", 0)
+    assert watch_module._backlog(str(fixture), WatchOptions(), None) > 0
+    assert _watch_told(fixture) == by_lines
+
+
+def test_the_back_log_is_whole_lines_of_a_regular_file_followed_from_its_start(tmp_path, monkeypatch):
+    monkeypatch.setattr(watch_module, "BACKLOG_BYTES", 10)
+    log = tmp_path / "server.log"
+    log.write_bytes(b"one line\nanother line\nhalf a li")
+    assert watch_module._backlog(str(log), WatchOptions(), None) == len(b"one line\nanother line\n")
+    assert watch_module._backlog(str(log), WatchOptions(from_end=True), None) == 0
+    assert watch_module._backlog("-", WatchOptions(), None) == 0
+    log.write_bytes(b"short")
+    assert watch_module._backlog(str(log), WatchOptions(), None) == 0
+    fifo = tmp_path / "pipe.log"
+    os.mkfifo(fifo)
+    assert watch_module._backlog(str(fifo), WatchOptions(), None) == 0  # not opened: no writer, no hang
