@@ -34,7 +34,7 @@ from ._analysis import Options
 from ._catalog import Catalog, load_catalog
 from ._deployment_watch import DeploymentWatch
 from ._errors import EXIT_OK
-from ._follow import FollowItem, follow_file, follow_stream
+from ._follow import COUNT_LIMIT, FollowItem, follow_file, follow_stream
 from ._gate import UNTIL, ProcessMonitor, Terminated, WatchOptions
 from ._launcher import read_sidecar
 from ._render.watch import JsonRenderer, LiveRenderer, PlainRenderer, Renderer, make_renderer
@@ -59,7 +59,8 @@ def _backlog(source: str, options: WatchOptions, context: _staleness.Context | N
         if not stat.S_ISREG(st.st_mode) or st.st_size <= BACKLOG_BYTES:
             return 0
         with open(source, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
+            # up to what the follower can count lines in (its line numbers go on from there)
+            size = min(os.fstat(fh.fileno()).st_size, COUNT_LIMIT)
             fh.seek(max(0, size - (1 << 20)))
             tail = fh.read(size - fh.tell())
     except OSError:
