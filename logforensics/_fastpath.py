@@ -581,6 +581,5 @@ class FastPath:
         run.batches += unread[DECODE] + unread[PREFILL]
         run.requests += unread[ACCESS] + unread[SERVER_ERROR]
         run.http_errors += unread[SERVER_ERROR]
-        run.warnings += unread[WARN]
         bulk.reset()
         return events

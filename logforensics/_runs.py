@@ -56,7 +56,6 @@ class Run:
     memory_events: list[Event] = field(default_factory=list)
     tracebacks: list[Traceback] = field(default_factory=list)
     endings: list[Event] = field(default_factory=list)  # how it ended: sigquit, Killed, …
-    warnings: int = 0
     batches: int = 0
     last_prefill: dict[str, Any] | None = None
     last_decode: dict[str, Any] | None = None
@@ -304,8 +303,6 @@ class RunTracker:
             pid = f.get("pid")
             if isinstance(pid, int) and pid not in run.pids:
                 run.pids.append(pid)
-        elif kind == "warning":
-            run.warnings += 1
         if dialect.pid_wrappers and event.line.wrapper.startswith(dialect.pid_wrappers):
             pid = convert_pid(event.line.wrapper)
             if pid is not None and pid not in run.pids:

@@ -30,9 +30,6 @@ from ._lines import parse_timestamp
 # the events ServingStats reads (besides plain lines, for JIT compilation, once serving began)
 SERVING_KINDS = frozenset({"decode_batch", "prefill_batch", "kv_retract", "access_log"})
 # (failed health checks reach ``on_health_failure`` from the run tracker, which knows what was served)
-# the warnings made here (a curated catalog pattern with the same id is enriched instead)
-FINDING_IDS = ("decode_retraction_kv_pressure", "flashinfer_jit_first_request_latency", "http_5xx_burst",
-               "serving_queue_growing", "serving_throughput_falling", "health_check_flapping")
 RETRACTION_STORM = 3  # retraction lines before the KV pool counts as under pressure
 JIT_STALL_SECONDS = 20.0  # first prefill → first decode gap that is a stall, not a slow step
 JIT_WORDS = ("JIT", "Compiling", "ninja", "nvcc")  # kernels compiled on first use

@@ -19,7 +19,6 @@ from logforensics._analysis import Options, explain
 from logforensics._catalog import HOST_STAGES, load_catalog
 from logforensics._dialects import DIALECTS
 from logforensics._render.report import render
-from logforensics._serving import FINDING_IDS as SERVING_WARNINGS
 from logforensics._tracebacks import is_caret_line
 
 # SGLang's at the top, each other dialect's in its folder (fixtures/diff/ holds logx diff's pairs)
@@ -65,7 +64,7 @@ def test_fixture_root_cause(path):
     want = expected_cause(path)
     if want == "none":
         assert problems == [], f"healthy log got {problems}"
-    elif want in {p.id for p in CATALOG.patterns if not p.is_problem} | set(SERVING_WARNINGS):
+    elif want in {p.id for p in CATALOG.patterns if not p.is_problem}:  # the serving warnings too
         assert want in [f.id for f in report.findings]
         assert problems == []
     else:
