@@ -134,7 +134,7 @@ class Pattern:
     role: str = "cause"  # "symptom": a consequence of some other failure (sigquit, "see above")
     dialect: str | None = None  # the server whose logs it reads (None: every server's)
     merge: str = "id"  # "title": findings merged only when their filled titles are the same
-    survivable: bool = False  # a traceback the server kept serving after is a warning
+    survivable: bool = False  # a finding the server kept serving after is a warning
     yields_to_cause: bool = False  # a stale-log verdict that follows a catalog root cause
 
     @property

@@ -378,12 +378,17 @@ class Matcher:
                    for h in hits):  # a plain error line may name the cause a site knows
             hints = self.release_hints.setdefault(run.index, set())
             hits += [h for e in self.unclaimed.get(run.index, ()) if (h := site_line_hit(e, run, hints))]
-        merged: dict[tuple, Finding] = {}
+        keyed = []
+        last_seen: dict[tuple, int] = {}  # a finding's last line: whether it was survived
         for hit in hits:
-            p = hit.pattern
             values = {**facts, **hit.groups}
-            title = fill(p.title, values)
-            key = (p.id, title) if p.merge == "title" else (p.id,)
+            title = fill(hit.pattern.title, values)
+            key = (hit.pattern.id, title) if hit.pattern.merge == "title" else (hit.pattern.id,)
+            keyed.append((hit, values, key))
+            last_seen[key] = max(last_seen.get(key, 0), _last_line(hit))
+        merged: dict[tuple, Finding] = {}
+        for hit, values, key in keyed:
+            p = hit.pattern
             if key in merged:
                 f = merged[key]
                 if hit.timed:  # a condition's state adds its lines, not another sighting
@@ -402,7 +407,7 @@ class Matcher:
                 f.evidence = sorted(f.evidence + extra, key=lambda e: e.line)[:MAX_EVIDENCE]
                 continue
             phase = _phase_at(run, hit) if p.phase == "any" else run.phase if p.phase == "reached" else p.phase
-            survived = p.survivable and hit.traceback is not None and run.last_serving_line > hit.traceback.last_line
+            survived = p.survivable and run.last_serving_line > last_seen[key]
             merged[key] = make_finding(
                 p, values, sorted(hit.evidence, key=lambda e: e.line), hit.confidence, run.index, phase,
                 served_after=run.last_serving_line if survived else None,
@@ -411,15 +416,19 @@ class Matcher:
         return rank(list(merged.values()))
 
 
+def _last_line(hit: Hit) -> int:
+    return hit.traceback.last_line if hit.traceback is not None else max((e.line for e in hit.evidence), default=0)
+
+
 def make_finding(pattern: Pattern, values: dict[str, Any], evidence: list[Evidence], confidence: float,
                  run: int, phase: str, *, served_after: int | None = None, streams: list[str] | None = None,
                  traceback: Traceback | None = None, facts: dict[str, Any] | None = None,
                  at: str | None = None) -> Finding:
     """The one place a finding is made: ``pattern``'s texts filled with ``values``.
-    ``served_after``: the line the server served at after the traceback (a survivable
-    pattern's failed request: a warning that says so)."""
+    ``served_after``: the line the server served at after the pattern's last sighting (a
+    survivable pattern's failed request or passing trouble: a warning that says so)."""
     severity, explanation = pattern.severity, fill(pattern.explanation, values)
-    if served_after is not None:  # an exception the server survived: a failed request, not a crash
+    if served_after is not None:  # what the server survived: a failed request, not a crash
         severity = "warning"
         explanation += f" The server kept serving after it (line {served_after}), so it did not take the server down."
     return Finding(

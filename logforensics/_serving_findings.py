@@ -40,13 +40,16 @@ from ._serving import (
 class Measured:
     """What one check of this stage measured: the ``found_by`` stage of its pattern, the values
     of the pattern's placeholders, its evidence, the figures the JSON keeps (``facts``) and the
-    sentence its fix gains from them (``fix_figures``: a curated finding's fix gains it too)."""
+    sentence its fix gains from them (``fix_figures``: a curated finding's fix gains it too).
+    ``alone``: enough for a finding of its own; else it only adds its fix's figures to a curated
+    finding of the same id (one retraction line gets the pool arithmetic, a storm the figures)."""
 
     stage: str
     values: dict[str, Any]
     evidence: list[Evidence]
     facts: dict[str, Any]
     fix_figures: str = ""
+    alone: bool = True
 
 
 def _seconds(a: str | None, b: str | None) -> float | None:
@@ -84,14 +87,18 @@ def findings(run, found: list[Finding], catalog: Catalog | None = None) -> list[
             continue
         made = _finding(run, measured, catalog)
         if made.id not in at:
-            out.append(made)
+            if measured.alone:
+                out.append(made)
             continue
         curated = out[at[made.id]]
+        fix = f"{curated.fix.rstrip()} {measured.fix_figures}" if measured.fix_figures else curated.fix
+        if not measured.alone:
+            out[at[made.id]] = replace(curated, fix=fix)
+            continue
         have = {e.line for e in curated.evidence}
         out[at[made.id]] = replace(
             curated, explanation=f"{curated.explanation.rstrip()} {made.explanation}",
-            facts={**curated.facts, **made.facts},
-            fix=f"{curated.fix.rstrip()} {measured.fix_figures}" if measured.fix_figures else curated.fix,
+            facts={**curated.facts, **made.facts}, fix=fix,
             evidence=sorted(curated.evidence + [e for e in made.evidence if e.line not in have],
                             key=lambda e: e.line)[:8])
     return out
@@ -112,8 +119,9 @@ def _evidence(*marks: Mark | None) -> list:
 
 
 def _kv_pressure(run, stats: ServingStats) -> Measured | None:
-    """Repeated retractions: the KV pool is too small for the load."""
-    if stats.retractions < RETRACTION_STORM or stats.first_retraction is None:
+    """Repeated retractions: the KV pool is too small for the load (fewer: only the pool's
+    arithmetic for the fix of the server's own retraction finding)."""
+    if stats.first_retraction is None:
         return None
     first, last, span = _stretch(stats.first_retraction, stats.last_retraction)
     ratio_note = usage_note = fix_figures = ""
@@ -136,7 +144,8 @@ def _kv_pressure(run, stats: ServingStats) -> Measured | None:
               "usage_note": _then(usage_note), "pool_fix": _then(fix_figures)}
     return Measured("serving_retractions", values, _evidence(first, last),
                     {"retractions": stats.retractions, "retracted_reqs": stats.retracted_reqs,
-                     "first_retraction_line": first.line}, fix_figures)
+                     "first_retraction_line": first.line}, fix_figures,
+                    alone=stats.retractions >= RETRACTION_STORM)
 
 
 def _jit_stall(run, stats: ServingStats) -> Measured | None:

@@ -89,6 +89,7 @@ class Watcher:
         self._flushed_at = -1
         self._pending_hits: list = []  # hits from the last idle-flush snapshot
         self._still = False  # the last tick said the source has been still for STILL_SECONDS
+        self._served_seen: dict[int, int] = {}  # run -> its last serving line when last checked
         self._pending_tracebacks: list[Traceback] = []  # the open tracebacks it matched
         self._findings: list[Finding] = []  # the current run's findings, ranked
         self.problem_since: float | None = None
@@ -162,6 +163,11 @@ class Watcher:
             self._runs_seen = len(runs)
         run = runs[-1]
         hits = len(self.analyzer.matcher_for(run).hits.get(run.index, ()))
+        if run.last_serving_line != self._served_seen.get(run.index):
+            # served again: a survivable problem (a failed request, retractions) may be one no more
+            self._served_seen[run.index] = run.last_serving_line
+            if any(f.is_problem and f.pattern is not None and f.pattern.survivable for f in self._findings):
+                trigger = True
         if interesting:
             phase = run.phase
             self._check_phases(run, events)

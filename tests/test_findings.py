@@ -442,3 +442,27 @@ def test_a_pattern_matches_the_cut_first_line_of_a_long_message():
         "Transformers library (only relevant if the model is meant to be in Transformers)",
         "", "and 'AutoModel' is not present in the model config's 'auto_map'."]).encode()
     assert findings(data, arch)[0].id == "unsupported_arch"
+
+
+SURVIVABLE_LINE = {"id": "pool_pressure", "severity": "error", "survivable": True, "phase": "serving",
+                   "match": [{"line": "pool is full"}]}
+BATCH = ("[2026-03-23 14:02:{:02d} TP0] Decode batch. #running-req: 2, #token: 100, token usage: 0.99, "
+         "gen throughput (token/s): 10.00, #queue-req: 0")
+READY = ["[2026-03-23 14:00:00] server_args=ServerArgs(model_path='m', tp_size=1)",
+         "[2026-03-23 14:01:00] The server is fired up and ready to roll!"]
+
+
+def test_a_survivable_line_the_server_served_after_is_a_warning():
+    """Served again after its last sighting: the run went on (a warning that says so)."""
+    lines = READY + [BATCH.format(1), "[2026-03-23 14:02:02 TP0] pool is full", BATCH.format(3)]
+    f = next(f for f in explain(log_bytes(*lines), catalog=make_catalog(SURVIVABLE_LINE)).findings
+             if f.id == "pool_pressure")
+    assert f.severity == "warning" and "kept serving after it" in f.explanation
+
+
+def test_a_log_that_ends_in_a_survivable_line_is_a_problem():
+    """Its last sighting ends the log (served before, not after): the run is left degraded."""
+    lines = READY + [BATCH.format(1), "[2026-03-23 14:02:02 TP0] pool is full", BATCH.format(3),
+                     "[2026-03-23 14:02:04 TP0] pool is full"]
+    report = explain(log_bytes(*lines), catalog=make_catalog(SURVIVABLE_LINE))
+    assert report.primary is not None and report.primary.id == "pool_pressure" and report.exit_code == 1

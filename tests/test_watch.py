@@ -845,7 +845,11 @@ def _watch_told(path: Path) -> tuple:
     objs = _watch_json(path, until="ready")
     end = {k: v for k, v in objs[-1].items() if k not in ("time", "waited")}
     phases = {(o["run"], o["phase"]) for o in objs if o["type"] == "phase"}
-    problems = {(o["run"], o["id"]) for o in objs if o["type"] == "finding" and o["severity"] in ("fatal", "error")}
+    # (a survivable cause is shown as a problem until the server serves again: line by line
+    # that moment is seen, a block read sees the run as it ends)
+    survivable = {p.id for p in load_catalog().patterns if p.survivable}
+    problems = {(o["run"], o["id"]) for o in objs if o["type"] == "finding"
+                and o["severity"] in ("fatal", "error") and o["id"] not in survivable}
     return end, phases, problems
 
 
