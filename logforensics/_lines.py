@@ -254,14 +254,27 @@ def _may_wrap_bracket(msg: str) -> bool:
     return msg.startswith("[pod/") or "]<std" in msg[:24]
 
 
-def without_wrappers(text: str) -> str:
-    """A visible line without the wrappers in front of it (what the server printed)."""
+def _unwrap(msg: str) -> tuple[str, list[str]]:
+    """The line behind its wrappers (outermost first, at most ``_MAX_WRAPPERS``) and the names
+    of those that name a process."""
+    names: list[str] = []
     for _ in range(_MAX_WRAPPERS):
-        rest, _name = _strip_wrapper(text) if text else (None, "")
+        c = msg[:1]
+        if not (c == "(" or c.isalnum() or (c == " " and _may_wrap_indented(msg))
+                or (c == "[" and _may_wrap_bracket(msg))):
+            break
+        rest, name = _strip_wrapper(msg)
         if rest is None:
             break
-        text = rest
-    return text
+        msg = rest
+        if name:
+            names.append(name)
+    return msg, names
+
+
+def without_wrappers(text: str) -> str:
+    """A visible line without the wrappers in front of it (what the server printed)."""
+    return _unwrap(text)[0]
 
 
 def split_prefixes(line: LogLine, prefix: ServerPrefix) -> None:
@@ -270,21 +283,18 @@ def split_prefixes(line: LogLine, prefix: ServerPrefix) -> None:
     if not msg:
         return
     c = msg[0]
-    if c == "(" or c.isalnum() or (c == " " and _may_wrap_indented(msg)) or (c == "[" and _may_wrap_bracket(msg)):
+    # cheap tests first: a server's "[2026-… TP0]" line and a traceback's indented one have none
+    if c == "[":
+        may_wrap = msg[1:2] == "p" or "," in msg[2:5]  # "[pod/…/…]", "[1,0]<stdout>:"
+    elif c == " ":
+        rest = msg.lstrip(" ")
+        may_wrap = rest[:1] == "(" or (rest[:1].isdigit() and len(msg) - len(rest) <= 6)
+    else:
+        may_wrap = True
+    if may_wrap:
         # Wrappers first: they stand in front of everything else, and may stand in front of
         # each other (a Ray actor's line through docker compose).
-        names = []
-        for _ in range(_MAX_WRAPPERS):
-            rest, name = _strip_wrapper(msg)
-            if rest is None:
-                break
-            msg = rest
-            if name:
-                names.append(name)
-            c = msg[:1]
-            if not (c == "(" or c.isalnum() or (c == " " and _may_wrap_indented(msg))
-                    or (c == "[" and _may_wrap_bracket(msg))):
-                break
+        msg, names = _unwrap(msg)
         if names:
             line.wrapper = " > ".join(names)
     if msg:
