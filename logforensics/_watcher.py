@@ -89,7 +89,9 @@ class Watcher:
         self._flushed_at = -1
         self._pending_hits: list = []  # hits from the last idle-flush snapshot
         self._still = False  # the last tick said the source has been still for STILL_SECONDS
-        self._served_seen: dict[int, int] = {}  # run -> its last serving line when last checked
+        # the current run has a problem it may survive, and its last serving line when checked
+        self._survivable_problem = False
+        self._problem_checked_at = 0
         self._pending_tracebacks: list[Traceback] = []  # the open tracebacks it matched
         self._findings: list[Finding] = []  # the current run's findings, ranked
         self.problem_since: float | None = None
@@ -163,11 +165,8 @@ class Watcher:
             self._runs_seen = len(runs)
         run = runs[-1]
         hits = len(self.analyzer.matcher_for(run).hits.get(run.index, ()))
-        if run.last_serving_line != self._served_seen.get(run.index):
-            # served again: a survivable problem (a failed request, retractions) may be one no more
-            self._served_seen[run.index] = run.last_serving_line
-            if any(f.is_problem and f.pattern is not None and f.pattern.survivable for f in self._findings):
-                trigger = True
+        if self._survivable_problem and run.last_serving_line > self._problem_checked_at:
+            trigger = True  # served again: a survivable problem (retractions, a failed request) may be one no more
         if interesting:
             phase = run.phase
             self._check_phases(run, events)
@@ -226,6 +225,9 @@ class Watcher:
         findings = self.snapshot_findings(run)
         if run is self.run:
             self._findings = findings
+            self._survivable_problem = any(f.is_problem and f.pattern is not None and f.pattern.survivable
+                                           for f in findings)
+            self._problem_checked_at = run.last_serving_line
         for f in findings:
             self._report(f)
 
