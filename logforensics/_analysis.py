@@ -236,9 +236,12 @@ class Analyzer:
         return run.with_release_hints(self.matcher_for(run).release_hints.get(run.index, set()))
 
     def report(self, name: str, options: Options | None = None,
-               findings_of: Callable[[Run], list[Finding]] | None = None) -> Report:
+               findings_of: Callable[[Run], list[Finding]] | None = None,
+               freshness: _staleness.Check | None = None) -> Report:
         """The report of what was read: the run ``options`` asks for and its findings
-        (``findings_of(run)``, default ``findings``: ``logx watch`` adds what only it sees)."""
+        (``findings_of(run)``, default ``findings``: ``logx watch`` adds what only it sees),
+        with the stale-log detector's verdict on them when ``freshness`` is given (its findings
+        lead the run's: the report is built once)."""
         options = options or Options()
         if self._held is not None:
             self.settle()
@@ -255,7 +258,12 @@ class Analyzer:
             told = run
             run = told.reached(primary.phase, primary.evidence[0].line if primary.evidence else told.last_line)
             runs = [run if r is told else r for r in runs]
-        return Report(file=name, runs=runs, run=run, findings=findings,
+        status = None
+        if freshness is not None:
+            status = _staleness.decide(freshness, _staleness.Reading(
+                runs=runs, run=run, findings=findings, detection=self.detection, lines=self.lines, bytes=self.bytes))
+            findings = _staleness.lead(findings, status)
+        return Report(file=name, runs=runs, run=run, findings=findings, status=status,
                       lines=self.lines, bytes=self.bytes, detection=self.detection,
                       slow_patterns=list(self.matcher.guard.slow.values()))
 
@@ -301,13 +309,10 @@ def explain(source: Source, *, name: str | None = None, options: Options | None 
                          f"{len(analyzer.runs)} run(s)")
     if name is None:
         name = os.fspath(source) if isinstance(source, str | os.PathLike) else "<stream>"
-    report = analyzer.report(name, options)
     if context is None and options.status and analyzer.bytes == 0:
         context = _staleness.prepare(None, options)  # an empty stream is EMPTY, as an empty file is
-    if context is not None:
-        report = _staleness.apply(report, _staleness.assess(path, report, options, context=context,
-                                                            catalog=analyzer.catalog))
-    return report
+    freshness = _staleness.Check(context, options, analyzer.catalog) if context is not None else None
+    return analyzer.report(name, options, freshness=freshness)
 
 
 # — several files at once ———————————————————————————————————————————————————————————

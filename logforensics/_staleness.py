@@ -19,10 +19,13 @@ the local timezone; the PIDs it printed), the process table (``procinfo``: alive
 ``/proc/PID/fd/1`` and ``/2``: which file a process writes to) and the sidecar that
 ``logx run`` writes next to the log (PID, start, exit code or signal, byte offset of the run).
 
-    ctx = prepare(path, options)        # sidecar + byte offset of the run of interest
-    report = ...                        # the analysis (Analyzer.start_at(ctx.offset) first)
-    status = assess(path, report, options, context=ctx)
-    report = apply(report, status)      # a new report: its status, the status findings first
+The inputs that do not depend on the log are gathered before it is read; the verdict is a
+findings stage, decided between the run's catalog findings and the report, so the report is built
+once, with its status, and never rewritten::
+
+    check = Check(prepare(path, options), options)   # sidecar + byte offset of the run of interest
+    analyzer.start_at(check.context.offset)          # the analysis reads from there
+    report = analyzer.report(name, options, freshness=check)   # decide() + lead(), then the Report
 """
 
 from __future__ import annotations
@@ -32,13 +35,13 @@ import os
 import signal
 import stat
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from ._catalog import Catalog
 from ._clock import TOLERANCE, age, duration, epoch, iso, log_epoch
-from ._dialects import DEFAULT, DIALECTS, Dialect
+from ._dialects import DEFAULT, DIALECTS, Detection, Dialect
 from ._findings import Evidence, Finding, rank, stage_finding
 from ._launcher import Sidecar, read_sidecar
 from ._procinfo import (
@@ -138,33 +141,53 @@ def prepare(path: str | os.PathLike | None, options: Any = None) -> Context:
     return ctx
 
 
-def assess(path: str | os.PathLike | None, report: Report, options: Any = None, *,
-           context: Context | None = None, now: float | None = None, catalog: Catalog | None = None) -> Status:
-    """Decide FRESH / STALE / EMPTY / SILENT / DEAD for ``report`` (the analysis of ``path``).
+@dataclass(frozen=True)
+class Check:
+    """The freshness inputs known before the log is read: its sidecar and run offset
+    (``context``), what the caller knows (``options``: ``pid``, ``since``, ``silence``, as an
+    ``analysis.Options``; absent attributes mean unknown), where the verdicts' patterns come from
+    (``catalog``: its own ``found_by`` patterns, else the bundled ones) and the time of the check
+    (``now``; None: when it is decided)."""
 
-    ``path`` None means a stream (no mtime: the checks that need one are skipped). ``options``:
-    what the caller knows (``pid``, ``since``, ``silence``: an ``analysis.Options``; absent
-    attributes mean unknown). ``catalog``: where the verdicts' patterns come from (its own
-    ``found_by`` patterns, else the bundled ones). Never raises on /proc races."""
-    if context is None:
-        context = prepare(path, options)
-    return _Assessment(context, report, options, time.time() if now is None else now, catalog).decide()
+    context: Context
+    options: Any = None
+    catalog: Catalog | None = None
+    now: float | None = None
 
 
-def apply(report: Report, status: Status) -> Report:
-    """``report`` with ``status`` attached and the detector's findings leading (a new report:
-    the one given is left as the analysis made it).
+@dataclass(frozen=True)
+class Reading:
+    """What the analysis read, as the detector decides on it: the runs, the run of interest and
+    its catalog findings, the detected dialect, and how much was read (a stream has no size)."""
+
+    runs: list[Run]
+    run: Run | None
+    findings: list[Finding]
+    detection: Detection | None
+    lines: int
+    bytes: int
+
+
+def decide(check: Check, reading: Reading) -> Status:
+    """FRESH / STALE / EMPTY / SILENT / DEAD for what was read of ``check.context.path`` (None:
+    a stream, so the checks that need an mtime are skipped). Never raises on /proc races."""
+    now = time.time() if check.now is None else check.now
+    return _Assessment(check.context, reading, check.options, now, check.catalog).decide()
+
+
+def lead(findings: list[Finding], status: Status) -> list[Finding]:
+    """The run's catalog ``findings`` with the detector's leading.
 
     A finding whose pattern ``yields_to_cause`` (``startup_hang``) follows a catalog root cause
     when there is one (a crashed rank explains the hang); the other detector findings always
     come first."""
     if not status.findings:
-        return replace(report, status=status)
+        return findings
     own = {f.id for f in status.findings}
-    catalog = [f for f in report.findings if f.id not in own]
-    lead = [f for f in status.findings if not (f.pattern is not None and f.pattern.yields_to_cause
-                                               and any(c.is_problem for c in catalog))]
-    return replace(report, status=status, findings=lead + rank(catalog + [f for f in status.findings if f not in lead]))
+    catalog = [f for f in findings if f.id not in own]
+    first = [f for f in status.findings if not (f.pattern is not None and f.pattern.yields_to_cause
+                                                and any(c.is_problem for c in catalog))]
+    return first + rank(catalog + [f for f in status.findings if f not in first])
 
 
 def status_json(report: Report) -> dict[str, Any]:
@@ -205,24 +228,24 @@ class _Subject:
 
 
 class _Assessment:
-    def __init__(self, ctx: Context, report: Report, options: Any, now: float, catalog: Catalog | None = None):
+    def __init__(self, ctx: Context, reading: Reading, options: Any, now: float, catalog: Catalog | None = None):
         self.ctx = ctx
         self.catalog = catalog
-        self.report = report
+        self.reading = reading
         self.options = options
         self.now = now
         self.silence = float(getattr(options, "silence", 120.0) or 120.0)
         self.facts: dict[str, Any] = {"checked_at": iso(now)}
         self.reasons: list[str] = []
         self.sidecar = ctx.sidecar
-        self.run: Run | None = report.run
-        detection = report.detection
+        self.run: Run | None = reading.run
+        detection = reading.detection
         self.dialect: Dialect = detection.dialect if detection is not None else DEFAULT
         # whose live processes can have written this log: its server's; any server's when
         # nothing in the log said which (an empty log, a guess)
         self.servers: tuple[Dialect, ...] = (self.dialect,) if detection is not None \
             and detection.confidence != "guess" else tuple(DIALECTS.values())
-        runs = report.runs
+        runs = reading.runs
         self.is_last = bool(self.run is not None and runs and self.run is runs[-1])
         self.path = ctx.path
         self.stat = _stat(self.path)
@@ -239,13 +262,13 @@ class _Assessment:
         f = self.facts
         if self.stat is None:
             f["source"] = "stream"
-            f["size_bytes"] = self.report.bytes
+            f["size_bytes"] = self.reading.bytes
         else:
             f["source"] = "file"
             f["size_bytes"] = self.stat.st_size
             f["mtime"] = iso(self.mtime)
             f["mtime_age_s"] = age(self.now, self.mtime)
-        f["runs"] = len(self.report.runs)
+        f["runs"] = len(self.reading.runs)
         f["explained_run"] = self.run.index if self.run else None
         if self.run is not None:
             f["phase"] = self.run.phase
@@ -289,7 +312,7 @@ class _Assessment:
         self.facts["sidecar"] = d
         if self.ctx.offset:
             self.facts["bytes_before_run"] = self.ctx.offset
-            self.facts["runs_before_offset"] = sum(1 for r in self.report.runs
+            self.facts["runs_before_offset"] = sum(1 for r in self.reading.runs
                                                    if self.run is None or r.index < self.run.index)
 
     # — the process ————————————————————————————————————————————————————————————
@@ -446,11 +469,11 @@ class _Assessment:
             self.reasons.append(f"no process with pid {subject.pid} exists on this host (it ended, or the "
                                 "pid is wrong): its start time and open files cannot be checked")
         self.facts["silence_threshold_s"] = self.silence
-        size = self.stat.st_size if self.stat is not None else self.report.bytes
+        size = self.stat.st_size if self.stat is not None else self.reading.bytes
         region = size - self.ctx.offset
         if self.ctx.offset:
             self.facts["bytes_since_start"] = max(0, region)
-        if region <= 0 or (self.stat is None and self.report.lines == 0):
+        if region <= 0 or (self.stat is None and self.reading.lines == 0):
             return self._empty(subject)
         stale = self._stale_reasons(subject)
         if stale:
@@ -582,7 +605,7 @@ class _Assessment:
     def _gone(self, s: _Subject) -> Status:
         run = self.run
         # a verdict of its own already in the report (logx watch's) explains nothing
-        problems = [f for f in self.report.findings if f.is_problem and f.found_by not in VERDICT_STAGES]
+        problems = [f for f in self.reading.findings if f.is_problem and f.found_by not in VERDICT_STAGES]
         end = self._end_fact()
         verified = s.source != "printed in the log" or self.time_checked
         if run is not None and self.is_last and not run.ready and not problems:
@@ -784,5 +807,5 @@ def _sc_time(dt: datetime | None) -> str | None:
     return iso(epoch(dt))
 
 
-__all__ = ["Context", "Status", "STATES", "VERDICT_STAGES", "apply", "assess", "death_values", "prepare",
-           "status_json"]
+__all__ = ["Check", "Context", "Reading", "Status", "STATES", "VERDICT_STAGES", "death_values", "decide", "lead",
+           "prepare", "status_json"]

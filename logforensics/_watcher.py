@@ -346,18 +346,19 @@ class Watcher:
         (an open traceback's snapshot and watch's own process-death finding included). With
         ``status``, a followed file also goes through the stale-log detector, as in
         ``explain``, so the exit code is the one ``explain`` would give."""
-        report = self.analyzer.report(self.name, Options(), lambda run: self.snapshot_findings(run) + [
-            f for f in self.synthetic if f.run == run.index])
+        def findings_of(run: Run) -> list[Finding]:
+            return self.snapshot_findings(run) + [f for f in self.synthetic if f.run == run.index]
+
         if status and self._detector_reads():
             opts = Options(pid=self.options.pid, since=self.options.since,
                            silence=self.options.silence or 120.0)
+            context = self.context or _staleness.prepare(self.path, opts)
             try:
-                found = _staleness.assess(self.path, report, opts, context=self.context, catalog=self.catalog)
+                return self.analyzer.report(self.name, Options(), findings_of,
+                                            freshness=_staleness.Check(context, opts, self.catalog))
             except Exception:  # noqa: BLE001 - the detector is advisory here; never lose the end
-                found = None
-            if found is not None:
-                report = _staleness.apply(report, found)
-        return report
+                pass
+        return self.analyzer.report(self.name, Options(), findings_of)
 
     # — decisions ————————————————————————————————————————————————————————————
 

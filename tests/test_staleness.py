@@ -13,7 +13,6 @@ import os
 import signal
 import sys
 import time
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from logforensics._clock import parse_since
 from logforensics._launcher import launch, read_sidecar
 from logforensics._procinfo import process_info
 from logforensics._report import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
-from logforensics._staleness import VERDICT_STAGES, Status, apply, assess, prepare
+from logforensics._staleness import VERDICT_STAGES, Check, Reading, Status, decide, lead, prepare
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
 
@@ -518,8 +517,8 @@ def test_assess_is_usable_with_an_analyzer(tmp_path):
 
         analyzer.feed(RawLine(n, 0, line))
     analyzer.finish()
-    report = analyzer.report(str(log))
-    st = assess(str(log), report, Options(), context=ctx)
+    report = analyzer.report(str(log), freshness=Check(ctx, Options()))
+    st = report.status
     assert st.state == "FRESH" and not st.verified
     d = st.to_dict()
     assert set(d) == {"state", "verified", "reasons", "facts", "findings"}
@@ -579,14 +578,20 @@ def test_only_servers_that_can_be_this_logs_are_named(tmp_path, monkeypatch):
     assert "111" not in " ".join(status.reasons)
 
 
-def test_apply_returns_a_new_report_and_leaves_the_analysis_as_it_was(tmp_path):
+def test_the_verdict_enters_the_findings_before_the_report_is_built(tmp_path):
+    """The detector decides on what the analysis read, before the report exists: a report with
+    a freshness check carries the status and its findings first; the same analysis without one
+    has neither (nothing is rewritten after the fact)."""
     log = tmp_path / "server.log"
     log.touch()
-    report = Analyzer().report(str(log))
-    status = assess(str(log), report, Options())
-    told = apply(report, status)
-    assert told is not report and told.status is status and [f.id for f in told.findings] == ["log_empty"]
-    assert report.status is None and report.findings == []
+    analyzer = Analyzer()
+    told = analyzer.report(str(log), freshness=Check(prepare(str(log)), Options()))
+    assert told.status.state == "EMPTY" and [f.id for f in told.findings] == ["log_empty"]
+    assert told.status.findings == told.findings
+    plain = analyzer.report(str(log))
+    assert plain.status is None and plain.findings == []
+    reading = Reading(runs=[], run=None, findings=[], detection=None, lines=0, bytes=0)
+    assert decide(Check(prepare(str(log)), Options()), reading).state == "EMPTY"
 
 
 def test_a_logs_server_processes_are_its_own_servers(tmp_path, monkeypatch):
@@ -628,7 +633,7 @@ def test_the_verdicts_are_builtin_patterns_and_a_hang_yields_to_a_cause(tmp_path
     log.touch()
     mine = make_catalog({"id": "log_empty", "severity": "warning", "title": "Nothing in {what}",
                          "match": [{"found_by": "empty_log"}]})
-    status = assess(str(log), Analyzer().report(str(log)), Options(), catalog=mine)
+    status = Analyzer().report(str(log), freshness=Check(prepare(str(log)), Options(), mine)).status
     assert [f.title for f in status.findings] == [f"Nothing in {log} has 0 bytes"]
     hang = stage_finding(None, "silent_process", {"pid": 7, "quiet_for": "5 min"}, [], "status", 1, "weights")
     assert (hang.id, hang.phase, hang.confidence) == ("startup_hang", "weights", 0.85)
@@ -636,6 +641,5 @@ def test_the_verdicts_are_builtin_patterns_and_a_hang_yields_to_a_cause(tmp_path
     nccl = make_catalog({"id": "nccl_init", "phase": "init", "priority": 70,
                          "match": [{"line": "NCCL error"}]}).patterns[0]
     cause = make_finding(nccl, {}, [Evidence(3, "NCCL error")], 0.9, 1, "init")
-    report = replace(Analyzer().report(str(log)), findings=[cause])
-    told = apply(report, Status("SILENT", True, findings=[hang]))
-    assert [f.id for f in told.findings] == ["nccl_init", "startup_hang"]
+    assert [f.id for f in lead([cause], Status("SILENT", True, findings=[hang]))] == ["nccl_init", "startup_hang"]
+    assert [f.id for f in lead([], Status("SILENT", True, findings=[hang]))] == ["startup_hang"]
