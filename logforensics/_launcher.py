@@ -57,9 +57,10 @@ from pathlib import Path
 from typing import Any
 
 # Run as the supervisor script (``python -I launcher.py``) there is no package: only
-# ``_supervise`` runs there, and it raises no LaunchError.
+# ``_supervise`` runs there, and it raises no LaunchError and reads no sidecar.
 with contextlib.suppress(ImportError):
     from ._errors import LaunchError
+    from ._process_end import signal_name
 
 SCHEMA = "logx.sidecar/1"
 SIDECAR_SUFFIX = ".logx.json"
@@ -107,10 +108,7 @@ class Sidecar:
     @property
     def signal_name(self) -> str:
         """``SIGKILL`` for signal 9 (``signal N`` for one Python does not name)."""
-        try:
-            return signal.Signals(self.signal or 0).name
-        except ValueError:
-            return f"signal {self.signal}"
+        return signal_name(self.signal)
 
     @property
     def end_text(self) -> str:

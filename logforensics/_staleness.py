@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import stat
 import time
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from ._clock import TOLERANCE, age, duration, epoch, iso, log_epoch
 from ._dialects import DEFAULT, DIALECTS, Detection, Dialect
 from ._findings import Evidence, Finding, rank, stage_finding
 from ._launcher import Sidecar, read_sidecar
+from ._process_end import death_values
 from ._procinfo import (
     ProcessInfo,
     holds_file,
@@ -738,51 +738,6 @@ class _Assessment:
 # — helpers ——————————————————————————————————————————————————————————————————————————
 
 
-def death_values(who: str, sig: int | None, exit_code: int | None, last_line: int, end: str | None = None,
-                 note: str | None = None, ended_at: datetime | None = None,
-                 recorded: bool = False) -> dict[str, Any]:
-    """The placeholders of ``process_died_without_traceback`` (patterns/builtin/): how the
-    process ended, what that says, and what to check. ``recorded``: its end was recorded (the
-    sidecar of ``logx run``, logx watch's own process), so no relaunch advice."""
-    signal_name = _signal_name(sig)
-    if sig is not None:
-        ended = f"was killed by signal {sig} ({signal_name})"
-        why = "A process killed by a signal cannot print why: the reason is outside the log."
-    elif exit_code is not None:
-        ended = f"exited with code {exit_code}"
-        why = ("It exited without a traceback here: its error went to another stream or file (a logging "
-               "config, a wrapper script), or it exited on purpose.")
-    else:
-        ended = "died"
-        why = ("It was killed (SIGKILL, the kernel OOM killer, a job scheduler's limit) or its error went "
-               "to another stream or file.")
-    if note:
-        why += f" ({note}.)"
-    if sig == signal.SIGKILL:
-        fix = ("Signal 9 with no message is usually the kernel OOM killer (host RAM or a container memory limit): "
-               "check `dmesg -T | grep -i oom` (or `journalctl -k`)" + (f" around {_sc_time(ended_at)}" if ended_at
-                                                                       else "")
-               + "; give it more host memory or lower what it loads into RAM.")
-    elif sig is not None:
-        fix = f"Something sent it {signal_name}: check who (a job scheduler, a timeout, a user)."
-    else:
-        fix = "Check `dmesg -T | grep -i -e oom -e killed` for the OOM killer, and whether stderr went somewhere else."
-    if not recorded:
-        fix += (" Relaunch with `logx run --log FILE -- CMD` so stdout and stderr both land in the log and the exit "
-                "code or signal is recorded.")
-    return {"who": who, "ended": ended, "last_line": last_line, "end_note": f"; {end}" if end else "",
-            "death_note": why, "death_fix": fix}
-
-
-
-def _signal_name(sig: int | None) -> str:
-    """``SIGKILL`` for 9 (``signal N`` for one Python does not name), as the sidecar says it."""
-    try:
-        return signal.Signals(sig or 0).name
-    except ValueError:
-        return f"signal {sig}"
-
-
 def _stat(path: str | None) -> os.stat_result | None:
     """The log file's stat; None for a stream: no path, or a FIFO, ``<(…)`` or a device,
     whose size says nothing about what was read through it."""
@@ -807,5 +762,5 @@ def _sc_time(dt: datetime | None) -> str | None:
     return iso(epoch(dt))
 
 
-__all__ = ["Check", "Context", "Reading", "Status", "STATES", "VERDICT_STAGES", "death_values", "decide", "lead",
+__all__ = ["Check", "Context", "Reading", "Status", "STATES", "VERDICT_STAGES", "decide", "lead",
            "prepare", "status_json"]

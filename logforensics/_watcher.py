@@ -37,6 +37,7 @@ from ._gate import (
     display_phase,
     gate_ready,
 )
+from ._process_end import death_values
 from ._render.watch import Renderer
 from ._report import Report
 from ._runs import PHASE_RANK, Run
@@ -330,7 +331,7 @@ class Watcher:
         if end is None or gate_ready(run) or self.best_problem() is not None:
             return None
         stream = end.source == "stream"
-        values = _staleness.death_values(f"pid {end.pid}" if end.pid else "The process", end.signal, end.exit_code,
+        values = death_values(f"pid {end.pid}" if end.pid else "The process", end.signal, end.exit_code,
                               run.last_line if run is not None else 0,
                               "the input stream ended" if stream else None, recorded=not stream)
         evidence = [Evidence(n, text) for n, text in list(run.tail)[-3:]] if run is not None else []
