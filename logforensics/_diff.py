@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._analysis import Options, explain
+from ._dialects import DIALECTS
 from ._dialects.base import version_tuple
 from ._memory import build_ledger
 from ._report import Report
@@ -230,11 +231,13 @@ def _pct(a: Any, b: Any) -> float | None:
 
 def _rate(section: str, key: str, a: Any, b: Any, base: RunRecord, cand: RunRecord) -> tuple[int, str, str]:
     """``(score, kind, reason)`` for one differing fact."""
-    changed_in = (default_change(key, a, b, base.release, cand.release)
-                  if section in ("flags", "backends", "memory") and base.dialect == cand.dialect == "sglang" else None)
-    if changed_in:
-        return 80, "cause", (f"a new version's changed default: SGLang {changed_in} changed {key}'s default from "
-                             f"{a!r} to {b!r} (the release index): the upgrade changed it, not a flag")
+    dialect = DIALECTS.get(base.dialect) if base.dialect == cand.dialect else None
+    defaults = dialect.sites.defaults if dialect is not None and dialect.sites is not None else None
+    changed_in = (default_change(defaults, key, a, b, base.release, cand.release)
+                  if defaults and section in ("flags", "backends", "memory") else None)
+    if changed_in and dialect is not None:
+        return 80, "cause", (f"a new version's changed default: {dialect.label} {changed_in} changed {key}'s default "
+                             f"from {a!r} to {b!r} (the release index): the upgrade changed it, not a flag")
     pct = _pct(a, b)
     change = f" ({pct:+.0f}%)" if pct is not None else ""
     if section == "memory" and key in ("kv_tokens", "max_total_num_tokens"):

@@ -655,7 +655,7 @@ def _words(node, negate: bool) -> str:
     return f"not {text}" if negate else text
 
 
-# — ServerArgs defaults that changed between releases (data/sglang_defaults.json) ——————————
+# — argument defaults that changed between releases (SiteData.defaults: data/sglang_defaults.json) —
 
 
 def release_key(version: str) -> tuple[int, ...]:
@@ -665,24 +665,25 @@ def release_key(version: str) -> tuple[int, ...]:
 
 
 @cache
-def _default_changes() -> dict[str, list]:
-    raw = resources.files("logforensics").joinpath("data/sglang_defaults.json").read_text()
+def _default_changes(data: str) -> dict[str, list]:
+    raw = resources.files("logforensics").joinpath(f"data/{data}").read_text()
     return json.loads(raw)["changes"]
 
 
 Bounds = tuple[tuple[int, ...] | None, tuple[int, ...] | None]
 
 
-def default_change(field: str, old: object, new: object, base: Bounds, cand: Bounds) -> str | None:
-    """The release whose ``ServerArgs`` changed ``field``'s default from ``old`` to ``new``,
-    when the baseline's release (``(low, high)``, None: unbounded) can be older than it and the
-    candidate's not; None when the index knows no such change (many defaults are resolved at
-    start-up, not written in the dataclass: those it cannot know)."""
+def default_change(data: str, field: str, old: object, new: object, base: Bounds, cand: Bounds) -> str | None:
+    """The release whose server arguments (``data``: the dialect's ``SiteData.defaults``) changed
+    ``field``'s default from ``old`` to ``new``, when the baseline's release (``(low, high)``,
+    None: unbounded) can be older than it and the candidate's not; None when the index knows no
+    such change (many defaults are resolved at start-up, not written in the dataclass: those it
+    cannot know)."""
     def key(bound: tuple[int, ...] | None) -> tuple[int, ...] | None:
         return release_key(".".join(map(str, bound))) if bound else None
 
     base_low, cand_high = key(base[0]), key(cand[1])
-    for release, was, now in _default_changes().get(field, ()):
+    for release, was, now in _default_changes(data).get(field, ()):
         if was != old or now != new or type(was) is not type(old) or type(now) is not type(new):
             continue
         r = release_key(release)

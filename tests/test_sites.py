@@ -283,11 +283,15 @@ def test_every_category_is_a_reference_root_cause():
 
 def test_a_changed_default_is_found_only_between_releases_that_straddle_it():
     old, new = ((0, 5, 3), (0, 5, 3)), ((0, 5, 4), (0, 5, 4))
-    assert default_change("mamba_full_memory_ratio", 0.2, 0.9, old, new) == "0.5.3.post3"
-    assert default_change("mamba_full_memory_ratio", 0.2, 0.9, new, new) is None  # same release: set by hand
-    assert default_change("mamba_full_memory_ratio", 0.9, 0.2, old, new) is None  # the other way round
-    assert default_change("mamba_full_memory_ratio", 0.2, 0.9, (None, (0, 5, 18)), ((0, 5, 19), None)) == "0.5.3.post3"
-    assert default_change("tp_size", 1, 2, old, new) is None  # no such change indexed
+
+    def change(*args):
+        return default_change("sglang_defaults.json", *args)
+
+    assert change("mamba_full_memory_ratio", 0.2, 0.9, old, new) == "0.5.3.post3"
+    assert change("mamba_full_memory_ratio", 0.2, 0.9, new, new) is None  # same release: set by hand
+    assert change("mamba_full_memory_ratio", 0.9, 0.2, old, new) is None  # the other way round
+    assert change("mamba_full_memory_ratio", 0.2, 0.9, (None, (0, 5, 18)), ((0, 5, 19), None)) == "0.5.3.post3"
+    assert change("tp_size", 1, 2, old, new) is None  # no such change indexed
     assert release_key("0.5.3.post3") > release_key("0.5.3") and release_key("0.5.4") > release_key("0.5.3.post3")
 
 

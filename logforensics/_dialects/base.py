@@ -161,6 +161,7 @@ class SiteData:
     package: str  # "sglang"
     core: str  # "sglang/srt/"
     flags: str | None = None  # "sglang_flags.json.gz": each renamed flag's spellings by release
+    defaults: str | None = None  # "sglang_defaults.json": the argument defaults that changed, by release
 
 
 @dataclass(frozen=True)
