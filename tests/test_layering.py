@@ -85,3 +85,14 @@ def test_rich_is_imported_only_by_the_text_views():
     outside = {u for u in users if not u.startswith("logforensics._render")}
     assert outside == set()
     assert {"logforensics._render.report", "logforensics._render.status"} <= users
+
+
+def test_a_servers_knowledge_is_reached_only_through_the_dialect_registry():
+    """One home per server: no module outside ``_dialects/`` imports one server's dialect
+    package (``_dialects.sglang``, ``_dialects.vllm``); the stages ask the run's ``Dialect``."""
+    servers = {p.parent.name for p in (PACKAGE / "_dialects").glob("*/__init__.py")}
+    assert {"sglang", "vllm"} <= servers
+    reaching = {(module, target) for module, targets in import_graph().items()
+                if not module.startswith("logforensics._dialects") for target in targets
+                if any(target.startswith(f"logforensics._dialects.{s}") for s in servers)}
+    assert reaching == set()

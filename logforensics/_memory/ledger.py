@@ -56,6 +56,14 @@ class ServerPart(Protocol):
         """The keys it adds to the ledger's JSON."""
         ...
 
+    def notes(self, ledger: Ledger) -> list[str]:
+        """Its sizing arithmetic, one sentence a line, shown under the ledger's table."""
+        ...
+
+    def step_note(self, step: str, rank: RankLedger) -> str:
+        """What a step's cell of ``rank`` adds (``""``: nothing)."""
+        ...
+
 
 @dataclass
 class OOMRecord:

@@ -9,12 +9,9 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from .._dialects.sglang.fixes import mamba_sentence
-from .._dialects.sglang.memory import sglang_part
-from .._dialects.sglang.sizing import mamba_requests_fit
 from .._memory.facts import oom_sentence
 from .._memory.ledger import STEP_LABEL, STEPS, Ledger, RankLedger
-from .._memory.units import frac, gib_text, number
+from .._memory.units import gib_text, number
 
 _MAX_COLUMNS = 4
 
@@ -58,11 +55,7 @@ def _cell(r: RankLedger, step: str, ledger: Ledger) -> str:
         tokens = f", {r.kv_tokens:,} tok" if r.kv_tokens is not None else ""
         return f"{size}{tokens}"
     if step == "mamba_cache":
-        per = ""
-        per_request = sglang_part(ledger).slots_per_request
-        if per_request and r.mamba_slots is not None:
-            fit = mamba_requests_fit(r.mamba_slots, per_request)
-            per = f", {per_request}/req → {fit} req"
+        per = ledger.server.step_note(step, r) if ledger.server is not None else ""
         slots = f", {r.mamba_slots} slots" if r.mamba_slots is not None else ""
         return f"{gib_text(r.mamba_gib)}{slots}{per}"
     if step == "pools":
@@ -195,21 +188,7 @@ def ledger_table(ledger: Ledger) -> tuple[list[str], list[list[str]], int]:
 
 def ledger_lines(ledger: Ledger) -> list[str]:
     """The ledger's arithmetic, one sentence per line (used under the table)."""
-    lines = []
-    pre, _ = ledger.pre_for_formulas
-    sg = sglang_part(ledger)
-    mfs = sg.mem_fraction_static
-    if pre is not None and mfs is not None and ledger.pre_gib is not None:
-        lines.append(f"Static pools (weights + KV{' + Mamba' if ledger.hybrid else ''}) may use pre×mfs = "
-                     f"{pre:.2f}×{frac(mfs)} = {pre * mfs:.2f}; outside them (CUDA graphs, activations) "
-                     f"pre×(1−mfs) = {pre * (1 - mfs):.2f}.")
-    rest = ledger.kv_rest
-    if rest is not None and pre is not None and mfs is not None:
-        after = ledger.avail_after_weights_gib
-        lines.append(f"KV room: rest = avail_after_weights − pre×(1−mfs) = {after:.2f} − {pre:.2f}×(1−{frac(mfs)}) "
-                     f"= {gib_text(rest)}.")
-    if ledger.hybrid and sg.mamba_slots is not None:
-        lines.append(mamba_sentence(ledger))
+    lines = ledger.server.notes(ledger) if ledger.server is not None else []
     if ledger.oom is not None:
         lines.append(oom_sentence(ledger.oom))
     if ledger.unbalanced_note:

@@ -11,7 +11,7 @@ from ..._memory.build import build_ledger
 from ..._memory.checkpoint import NOMINAL_SHARE
 from ..._memory.ledger import Ledger
 from ..._memory.units import frac, gib_text, number, put_figure
-from .memory import sglang_part
+from .memory import mamba_sentence, sglang_part
 from .sizing import (
     GRAPH_FLOOR_SHARE,
     MFS_CAP,
@@ -207,35 +207,6 @@ def serving_sentence(ledger: Ledger) -> str:
                    f"{frac(mfs)} − {delta:.2f}, pre = {pre:.2f}: {pre_source}) gives {pre * delta:.2f} GiB "
                    "more headroom outside the static pools.")
     return " ".join(out)
-
-
-def mamba_sentence(ledger: Ledger) -> str:
-    """How many requests the Mamba pool holds: ``K // slots_per_request``, per-slot size, and
-    the flags that would hold more (re-computed with SGLang's sizing)."""
-    sg = sglang_part(ledger)
-    k = sg.mamba_slots
-    ratio = sg.slots_per_request
-    errors = sg.mamba_from_errors
-    if "rest_gib" in errors:
-        per_mib = errors["per_request_mib"]
-        fits = errors["rest_gib"] * 1024 / per_mib if per_mib else 0.0
-        return (f"SGLang had rest = {errors['rest_gib']:.2f} GiB left for the KV and Mamba pools after the weights "
-                f"(rest = avail_after_weights − pre×(1−mfs)); one request's Mamba state is {per_mib:.2f} MiB, so "
-                f"even all of rest holds only {fits:.1f} states before the KV share and speculative-decoding "
-                f"copies are taken out: it computed K = {gib_text(errors['slots']).split('.')[0]} slots. "
-                "Raising --mem-fraction-static by Δ adds pre×Δ GiB to rest.")
-    if k is None:
-        return ("The Mamba pool's size is not in the log (no 'Mamba Cache is allocated' line), so the "
-                "requests it holds cannot be computed.")
-    per = sg.mamba_per_slot_gib
-    per_text = f" of {per * 1024:.1f} MiB each ((conv+ssm)/(K+1))" if per is not None else ""
-    strategy = sg.mamba_strategy or "unknown"
-    if not ratio:
-        return (f"Mamba pool: K = {k} slots{per_text}; slots per request unknown (strategy {strategy}: "
-                "no_buffer holds 3, extra_buffer with overlap 5).")
-    fit = mamba_requests_fit(k, ratio)
-    return (f"Mamba pool: K = {k} slots{per_text}; {ratio} slots per running request "
-            f"({sg.slots_per_request_source}) → K // {ratio} = {fit} requests fit.")
 
 
 def mamba_fix_sentence(ledger: Ledger, strategy_flag: str) -> str:

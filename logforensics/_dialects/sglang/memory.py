@@ -20,7 +20,7 @@ from ..._memory.build import build_ledger
 from ..._memory.checkpoint import checkpoint_size, is_quantized
 from ..._memory.ledger import STEPS, Ledger, RankLedger, attach_tracebacks, rank_label, rank_sort_key
 from ..._memory.torch_oom import other_threshold_gib
-from ..._memory.units import frac, number, rounded
+from ..._memory.units import frac, gib_text, number, rounded
 from .sizing import kv_rest_gib, mamba_per_request_gib, mamba_requests_fit, mamba_slots_per_request
 
 if TYPE_CHECKING:
@@ -66,6 +66,32 @@ class SglangMemory:
         mfs = self.mem_fraction_static
         return f"mem_fraction_static={frac(mfs)}" if mfs is not None else "mem_fraction_static unknown"
 
+    def notes(self, ledger: Ledger) -> list[str]:
+        """SGLang's sizing arithmetic under the ledger's table: the static pools' share, the KV
+        room it left, the Mamba pool's requests."""
+        lines = []
+        pre, _ = ledger.pre_for_formulas
+        mfs = self.mem_fraction_static
+        if pre is not None and mfs is not None and ledger.pre_gib is not None:
+            lines.append(f"Static pools (weights + KV{' + Mamba' if ledger.hybrid else ''}) may use pre×mfs = "
+                         f"{pre:.2f}×{frac(mfs)} = {pre * mfs:.2f}; outside them (CUDA graphs, activations) "
+                         f"pre×(1−mfs) = {pre * (1 - mfs):.2f}.")
+        rest = ledger.kv_rest
+        if rest is not None and pre is not None and mfs is not None:
+            after = ledger.avail_after_weights_gib
+            lines.append(f"KV room: rest = avail_after_weights − pre×(1−mfs) = {after:.2f} − {pre:.2f}×(1−{frac(mfs)}) "
+                         f"= {gib_text(rest)}.")
+        if ledger.hybrid and self.mamba_slots is not None:
+            lines.append(mamba_sentence(ledger))
+        return lines
+
+    def step_note(self, step: str, rank: RankLedger) -> str:
+        """The Mamba pool's cell adds the requests its slots hold (slots per request known)."""
+        per_request = self.slots_per_request
+        if step != "mamba_cache" or not per_request or rank.mamba_slots is None:
+            return ""
+        return f", {per_request}/req → {mamba_requests_fit(rank.mamba_slots, per_request)} req"
+
     def to_json(self, ledger: Ledger) -> dict[str, Any]:
         pre, mfs = ledger.pre_gib, self.mem_fraction_static
         return {
@@ -86,6 +112,35 @@ class SglangMemory:
 def sglang_part(ledger: Ledger) -> SglangMemory:
     """SGLang's part of ``ledger`` (an empty one for a ledger SGLang's reader did not fill)."""
     return ledger.server if isinstance(ledger.server, SglangMemory) else SglangMemory()
+
+
+def mamba_sentence(ledger: Ledger) -> str:
+    """How many requests the Mamba pool holds: ``K // slots_per_request``, per-slot size, and
+    the flags that would hold more (re-computed with SGLang's sizing)."""
+    sg = sglang_part(ledger)
+    k = sg.mamba_slots
+    ratio = sg.slots_per_request
+    errors = sg.mamba_from_errors
+    if "rest_gib" in errors:
+        per_mib = errors["per_request_mib"]
+        fits = errors["rest_gib"] * 1024 / per_mib if per_mib else 0.0
+        return (f"SGLang had rest = {errors['rest_gib']:.2f} GiB left for the KV and Mamba pools after the weights "
+                f"(rest = avail_after_weights − pre×(1−mfs)); one request's Mamba state is {per_mib:.2f} MiB, so "
+                f"even all of rest holds only {fits:.1f} states before the KV share and speculative-decoding "
+                f"copies are taken out: it computed K = {gib_text(errors['slots']).split('.')[0]} slots. "
+                "Raising --mem-fraction-static by Δ adds pre×Δ GiB to rest.")
+    if k is None:
+        return ("The Mamba pool's size is not in the log (no 'Mamba Cache is allocated' line), so the "
+                "requests it holds cannot be computed.")
+    per = sg.mamba_per_slot_gib
+    per_text = f" of {per * 1024:.1f} MiB each ((conv+ssm)/(K+1))" if per is not None else ""
+    strategy = sg.mamba_strategy or "unknown"
+    if not ratio:
+        return (f"Mamba pool: K = {k} slots{per_text}; slots per request unknown (strategy {strategy}: "
+                "no_buffer holds 3, extra_buffer with overlap 5).")
+    fit = mamba_requests_fit(k, ratio)
+    return (f"Mamba pool: K = {k} slots{per_text}; {ratio} slots per running request "
+            f"({sg.slots_per_request_source}) → K // {ratio} = {fit} requests fit.")
 
 
 def _hybrid_hint(run: Any) -> bool:
