@@ -1,14 +1,39 @@
 """Times as the stale-log detector reads and shows them: log stamps (local naive times, no
-zone), ``/proc`` start times, ``--since`` as a person types it, and durations in words."""
+zone), ``/proc`` start times, ``--since`` as a person types it, and durations in words; and the
+clock ``logx watch`` waits by (``Clock``: one object for its time and its waits, so a test can
+script them instead of sleeping)."""
 
 from __future__ import annotations
 
 import re
+import select
 import time
 from datetime import datetime
 
 from ._lines import parse_timestamp
 
+
+class Clock:
+    """The real clock of the watch loop: what time it is, and how it waits. A follower sleeps
+    between polls of a file and waits on a pipe through it; the watcher measures silence and
+    timeouts with it. Tests pass a scripted one whose waits advance its time and write the log."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def time(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def wait_readable(self, fd: int, timeout: float) -> bool:
+        """Whether ``fd`` has something to read (or its end) within ``timeout`` seconds."""
+        ready, _, _ = select.select([fd], [], [], timeout)
+        return bool(ready)
+
+
+SYSTEM_CLOCK = Clock()
 TOLERANCE = 2.0  # seconds: whole-second log timestamps, /proc start times rounded to the second
 
 _SINCE_UNITS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "mins": 60,

@@ -35,14 +35,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import select
 import stat
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from ._clock import SYSTEM_CLOCK, Clock
 from ._sources import CHUNK_BYTES, MAX_LINE_BYTES, LineSplitter, RawLine, SourceError
 
 POLL_SECONDS = 0.05
@@ -139,26 +138,27 @@ def _start_at(fd: int, pos: int) -> tuple[int, int, bool]:
 
 def follow_file(path: str | os.PathLike, *, from_end: bool = False, start_offset: int = 0,
                 poll: float = POLL_SECONDS, max_line: int = MAX_LINE_BYTES,
-                partial_after: float | None = None) -> Iterator[FollowItem]:
+                partial_after: float | None = None, clock: Clock = SYSTEM_CLOCK) -> Iterator[FollowItem]:
     """Follow ``path`` forever (``tail -F``); see the module docstring. ``start_offset``
     starts the first file at that byte (e.g. where a ``logx run --append`` run began; ignored
     when beyond the file's end), ``from_end`` at its end. ``partial_after``: a last line
     without newline is yielded (``eol=False``) once the file has not changed for that many
     seconds (its mtime counts, so a file written long ago gives it at once); its continuation,
     if the writer resumes, keeps its line number. Raises ``SourceError`` if the path is a
-    directory or unreadable. Close the generator to stop."""
+    directory or unreadable. ``clock``: what it sleeps and measures silence by. Close the
+    generator to stop."""
     name = os.fspath(path)
     opened = _open_regular(name)
     while opened is None:
         yield WAITING
-        time.sleep(poll)
+        clock.sleep(poll)
         opened = _open_regular(name)
     fd, st = opened
     if stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode):
         # A named pipe or a device: no size, no rotation: read it like a stream.
         try:
             yield Tick("opened", "stream")
-            yield from _follow_fd(fd, poll, max_line, partial_after)
+            yield from _follow_fd(fd, poll, max_line, partial_after, clock)
         finally:
             os.close(fd)
         return
@@ -170,7 +170,7 @@ def follow_file(path: str | os.PathLike, *, from_end: bool = False, start_offset
             pos, before, skip_fragment = _start_at(fd, st.st_size if from_end else start_offset)
         splitter = LineSplitter(max_line, first_number=before + 1, offset=pos)
         yield Tick("opened", f"offset {pos}" if pos else "start")
-        data_at = time.monotonic()  # when bytes last arrived
+        data_at = clock.monotonic()  # when bytes last arrived
 
         def fresh(number: int) -> LineSplitter:
             return LineSplitter(max_line, first_number=number + 1, offset=0)
@@ -182,7 +182,7 @@ def follow_file(path: str | os.PathLike, *, from_end: bool = False, start_offset
                 raise SourceError(f"{name}: read failed ({exc.strerror or exc})") from None
             if chunk:
                 pos += len(chunk)
-                data_at = time.monotonic()
+                data_at = clock.monotonic()
                 if skip_fragment:
                     nl = chunk.find(b"\n")
                     if nl < 0:
@@ -204,7 +204,7 @@ def follow_file(path: str | os.PathLike, *, from_end: bool = False, start_offset
                 reopened = _open_regular(name)
                 if reopened is None:
                     yield IDLE
-                    time.sleep(poll)
+                    clock.sleep(poll)
                     continue
                 # Drain the old file: the writer may have written more before switching.
                 while True:
@@ -229,29 +229,29 @@ def follow_file(path: str | os.PathLike, *, from_end: bool = False, start_offset
                 pos, skip_fragment = 0, False
                 yield Tick("truncated", f"{name} was truncated; reading it from the start")
                 continue
-            silent = max(time.monotonic() - data_at, time.time() - st.st_mtime) \
+            silent = max(clock.monotonic() - data_at, clock.time() - st.st_mtime) \
                 if partial_after is not None else 0.0
             quiet = partial_after is not None and silent >= partial_after
             if quiet and splitter.has_pending and not skip_fragment:
                 yield from splitter.flush_partial()
             yield _idle_tick(quiet, silent, splitter.has_pending and not skip_fragment)
-            time.sleep(poll)
+            clock.sleep(poll)
     finally:
         with contextlib.suppress(OSError):
             os.close(fd)
 
 
 def _follow_fd(fd: int, poll: float, max_line: int,
-               partial_after: float | None = None) -> Iterator[FollowItem]:
+               partial_after: float | None = None, clock: Clock = SYSTEM_CLOCK) -> Iterator[FollowItem]:
     splitter = LineSplitter(max_line)
-    data_at = time.monotonic()
+    data_at = clock.monotonic()
     while True:
         try:
-            ready, _, _ = select.select([fd], [], [], poll)
+            ready = clock.wait_readable(fd, poll)
         except InterruptedError:  # pragma: no cover - PEP 475 retries
             continue
         if not ready:
-            silent = time.monotonic() - data_at
+            silent = clock.monotonic() - data_at
             quiet = partial_after is not None and silent >= partial_after
             if quiet and splitter.has_pending:
                 yield from splitter.flush_partial()
@@ -268,13 +268,13 @@ def _follow_fd(fd: int, poll: float, max_line: int,
             yield from splitter.finish()
             yield Tick("eof")
             return
-        data_at = time.monotonic()
+        data_at = clock.monotonic()
         yield from splitter.feed(chunk)
 
 
 def follow_stream(stream: BinaryIO | int | None = None, *, poll: float = POLL_SECONDS,
                   max_line: int = MAX_LINE_BYTES,
-                  partial_after: float | None = None) -> Iterator[FollowItem]:
+                  partial_after: float | None = None, clock: Clock = SYSTEM_CLOCK) -> Iterator[FollowItem]:
     """Follow a pipe (default: standard input) until EOF, which may never come. Lines are
     yielded as soon as their newline arrives; ``Tick("idle")`` every ``poll`` seconds of
     silence; ``Tick("eof")`` last, then the generator returns. A final line without a
@@ -284,4 +284,4 @@ def follow_stream(stream: BinaryIO | int | None = None, *, poll: float = POLL_SE
         stream = sys.stdin.buffer
     fd = stream if isinstance(stream, int) else stream.fileno()
     yield Tick("opened", "stream")
-    yield from _follow_fd(fd, poll, max_line, partial_after)
+    yield from _follow_fd(fd, poll, max_line, partial_after, clock)

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ._clock import Clock
 from ._findings import Finding
 from ._follow import POLL_SECONDS
 from ._launcher import Sidecar, read_sidecar
@@ -189,7 +190,8 @@ class WatchView(Protocol):
     """What a view reads of the watch loop (``watcher.Watcher`` is one)."""
 
     name: str
-    started: float
+    started: float  # by ``clock``
+    clock: Clock
     waiting: bool
     options: WatchOptions
     process_end: ProcessEnd | None

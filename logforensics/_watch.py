@@ -32,6 +32,7 @@ from typing import Any, TextIO
 from . import _sites, _staleness
 from ._analysis import Options
 from ._catalog import Catalog, load_catalog
+from ._clock import SYSTEM_CLOCK, Clock
 from ._deployment_watch import DeploymentWatch
 from ._errors import EXIT_OK
 from ._follow import COUNT_LIMIT, FollowItem, follow_file, follow_stream
@@ -70,7 +71,7 @@ def _backlog(source: str, options: WatchOptions, context: _staleness.Context | N
 
 
 def open_source(source: str, options: WatchOptions, context: _staleness.Context | None = None,
-                start: int = 0) -> tuple[Iterator[FollowItem], str]:
+                start: int = 0, clock: Clock = SYSTEM_CLOCK) -> tuple[Iterator[FollowItem], str]:
     """The follower for ``source`` (``-`` = standard input) and its display name. A file
     that does not exist yet is fine (it is waited for); a directory is a ``SourceError``.
     A ``logx run --append`` sidecar (``context.offset``) starts the file where its run began;
@@ -81,12 +82,12 @@ def open_source(source: str, options: WatchOptions, context: _staleness.Context 
             raise SourceError("no log to watch: name a file (logx watch server.log) or pipe one "
                               "in (tail -f server.log | logx watch)")
         return follow_stream(stdin.buffer, poll=options.poll,
-                             partial_after=options.idle_flush), "<stdin>"
+                             partial_after=options.idle_flush, clock=clock), "<stdin>"
     if os.path.isdir(source):
         raise SourceError(f"{source}: is a directory, not a log file")
     offset = start or (context.offset if context is not None and not options.from_end else 0)
     return follow_file(source, from_end=options.from_end, start_offset=offset,
-                       poll=options.poll, partial_after=options.idle_flush), source
+                       poll=options.poll, partial_after=options.idle_flush, clock=clock), source
 
 
 def _terminate(signum, frame) -> None:
@@ -112,7 +113,8 @@ def _check(options: WatchOptions) -> None:
             raise ValueError(f"--{name} must be a positive number of seconds")
 
 
-def _watcher(source: str, options: WatchOptions, catalog: Catalog, renderer: Renderer) -> Watcher:
+def _watcher(source: str, options: WatchOptions, catalog: Catalog, renderer: Renderer,
+             clock: Clock = SYSTEM_CLOCK) -> Watcher:
     """The watch loop of one source: its follower, its process monitor, its sidecar context."""
     path = None if source == "-" else source
     monitor = ProcessMonitor(path, options.pid, options.use_sidecar)
@@ -122,9 +124,9 @@ def _watcher(source: str, options: WatchOptions, catalog: Catalog, renderer: Ren
             if options.use_sidecar \
             else _staleness.Context(path=path)
     backlog = _backlog(source, options, context)
-    items, name = open_source(source, options, context, start=backlog)
+    items, name = open_source(source, options, context, start=backlog, clock=clock)
     watcher = Watcher(items, renderer, options, catalog, name, monitor if monitor.active else None,
-                      path=path, context=context, backlog=backlog)
+                      path=path, context=context, backlog=backlog, clock=clock)
     if options.until == "exit" and source != "-" and options.pid is None and (
             not options.use_sidecar or read_sidecar(source) is None):
         renderer.notice("note", "no `logx run` sidecar and no --pid: --until exit cannot see the "
@@ -153,18 +155,18 @@ def _session(out: TextIO | None, closing: list[Any]) -> Iterator[None]:
 
 def watch(source: str = "-", options: WatchOptions | None = None, *,
           catalog: Catalog | None = None, out: TextIO | None = None,
-          console: Any = None) -> int:
+          console: Any = None, clock: Clock = SYSTEM_CLOCK) -> int:
     """Follow ``source`` (a path, or ``-`` for standard input) and return the exit code:
     0 ready / no failure, 1 a fatal/error finding or the process died before ready,
     3 timeout or silence. ``console``: the rich Console of the live view (one on ``out`` by
-    default). Raises ``SourceError`` for a source that cannot be followed and ``ValueError``
-    for bad options."""
+    default); ``clock``: what it waits and measures time by. Raises ``SourceError`` for a source
+    that cannot be followed and ``ValueError`` for bad options."""
     options = options or WatchOptions()
     _check(options)
     catalog = catalog or load_catalog()
     _sites.load_in_background()
     renderer = make_renderer(options, out, console)
-    watcher = _watcher(source, options, catalog, renderer)
+    watcher = _watcher(source, options, catalog, renderer, clock)
     try:
         with _session(out, [renderer, watcher.items]):
             return watcher.execute()
@@ -175,7 +177,8 @@ def watch(source: str = "-", options: WatchOptions | None = None, *,
 
 
 def watch_many(sources: list[str], options: WatchOptions | None = None, *,
-               catalog: Catalog | None = None, out: TextIO | None = None) -> int:
+               catalog: Catalog | None = None, out: TextIO | None = None,
+               clock: Clock = SYSTEM_CLOCK) -> int:
     """Follow several node logs together (``logx watch node*.log``): each file's updates are
     printed with its name, and the end is the deployment's, as ``logx explain`` gives it for
     the same files (see ``deployment_watch.py``). Plain lines or JSON lines (a live view is
@@ -187,7 +190,7 @@ def watch_many(sources: list[str], options: WatchOptions | None = None, *,
     mode = "json" if options.mode == "json" else "plain"
     watchers = [_watcher(src, options, catalog,
                          JsonRenderer(out, label=src) if mode == "json" else
-                         PlainRenderer(out, verbose=options.verbose, label=src))
+                         PlainRenderer(out, verbose=options.verbose, label=src), clock)
                 for src in sources]
     try:
         with _session(out, [w.items for w in watchers]):

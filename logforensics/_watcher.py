@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from . import _staleness
 from ._analysis import Analyzer, Options, run_facts
 from ._catalog import Catalog, load_catalog
+from ._clock import SYSTEM_CLOCK, Clock
 from ._errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
 from ._findings import Evidence, Finding, Matcher, rank, stage_finding
 from ._follow import FollowItem, Tick
@@ -64,8 +64,9 @@ class Watcher:
                  options: WatchOptions | None = None, catalog: Catalog | None = None,
                  name: str = "<stream>", monitor: ProcessMonitor | None = None,
                  path: str | None = None, context: _staleness.Context | None = None,
-                 backlog: int = 0):
+                 backlog: int = 0, clock: Clock = SYSTEM_CLOCK):
         self.items = items
+        self.clock = clock  # what silence, timeouts and the stale-log check's "now" are measured by
         # the first ``backlog`` bytes of ``path`` (whole lines) are read with explain's block
         # scan before ``items`` (the follower, from that byte) go on live
         self.backlog = backlog
@@ -77,7 +78,7 @@ class Watcher:
         self.analyzer = Analyzer(self.catalog, dialect=self.options.dialect)
         self.name = name
         self.monitor = monitor
-        self.started = time.monotonic()
+        self.started = self.clock.monotonic()
         self.last_line_at = self.started
         self.waiting = False
         self.last_ts: str | None = None
@@ -262,7 +263,7 @@ class Watcher:
         self.reported_list.append(f)
         self.renderer.finding(f, self.last_ts)
         if f.is_problem and self.problem_since is None and (self.run is None or f.run == self.run.index):
-            self.problem_since = time.monotonic()
+            self.problem_since = self.clock.monotonic()
 
     def _clear_pending(self) -> None:
         self._pending_hits = []
@@ -355,8 +356,8 @@ class Watcher:
                            silence=self.options.silence or 120.0)
             context = self.context or _staleness.prepare(self.path, opts)
             try:
-                return self.analyzer.report(self.name, Options(), findings_of,
-                                            freshness=_staleness.Check(context, opts, self.catalog))
+                return self.analyzer.report(self.name, Options(), findings_of, freshness=_staleness.Check(
+                    context, opts, self.catalog, now=self.clock.time()))
             except Exception:  # noqa: BLE001 - the detector is advisory here; never lose the end
                 pass
         return self.analyzer.report(self.name, Options(), findings_of)
@@ -499,7 +500,7 @@ class Watcher:
 
     def step(self, item: FollowItem) -> Outcome | None:
         """One line or tick of the source; the outcome once the watch is decided."""
-        now = time.monotonic()
+        now = self.clock.monotonic()
         idle = False
         if isinstance(item, RawLine):
             self.waiting = False
@@ -518,7 +519,7 @@ class Watcher:
     def exhausted(self) -> Outcome:
         """The source ended (a pipe's EOF): decide on everything read."""
         self.eof = True
-        outcome = self._decide(time.monotonic(), True)
+        outcome = self._decide(self.clock.monotonic(), True)
         if outcome is None:  # pragma: no cover - at the end of the source every mode decides
             self._finish()
             outcome = self._outcome("eof")

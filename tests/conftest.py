@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from logforensics._catalog import Catalog, build_pattern
+from logforensics._clock import Clock
 
 REPO = Path(__file__).resolve().parent.parent
 # The suite reads the pattern files as they are: no disk cache kept between runs (logx's own
@@ -112,6 +114,63 @@ for step in steps:
     elif kind == "exit":
         sys.exit(step[1])
 """
+
+
+class ScriptedClock(Clock):
+    """``logx watch``'s clock in a test: no real waiting. Each wait advances its time and then
+    does what the writer's ``steps`` (WRITER's: ``w``, ``sleep``, ``truncate``, ``rotate``) do by
+    then to ``path``, stamping the file's mtime with this clock's time, so a watch run in-process
+    sees a log written with pauses exactly as a separate writer would write it. ``interrupt_at``:
+    the elapsed time at which a wait raises KeyboardInterrupt (Ctrl-C); ``elapsed`` says how long
+    the watch took, in the script's seconds."""
+
+    def __init__(self, path: Path, steps: list, interrupt_at: float | None = None) -> None:
+        self.path = Path(path)
+        self.wall0 = time.time()
+        self.elapsed = 0.0
+        self.interrupt_at = interrupt_at
+        self.pending: list[tuple[float, list]] = []
+        at = 0.0
+        for step in steps:
+            if step[0] == "sleep":
+                at += step[1]
+            else:
+                self.pending.append((at, step))
+        self.written: list[tuple[str, float]] = []  # (text, elapsed at its write)
+
+    def monotonic(self) -> float:
+        return 1000.0 + self.elapsed
+
+    def time(self) -> float:
+        return self.wall0 + self.elapsed
+
+    def sleep(self, seconds: float) -> None:
+        self.elapsed += seconds
+        while self.pending and self.pending[0][0] <= self.elapsed:
+            self._do(self.pending.pop(0)[1])
+        if self.interrupt_at is not None and self.elapsed >= self.interrupt_at:
+            raise KeyboardInterrupt
+
+    def wait_readable(self, fd: int, timeout: float) -> bool:
+        ready, _, _ = select.select([fd], [], [], 0)
+        if not ready:
+            self.sleep(timeout)
+        return bool(ready or select.select([fd], [], [], 0)[0])
+
+    def _do(self, step: list) -> None:
+        kind = step[0]
+        if kind == "w":
+            with open(self.path, "ab") as fh:
+                fh.write(step[1].encode())
+            self.written.append((step[1], self.elapsed))
+        elif kind == "truncate":
+            os.truncate(self.path, 0)
+        elif kind == "rotate":
+            os.rename(self.path, f"{self.path}.1")
+            self.path.touch()
+        else:
+            raise ValueError(f"ScriptedClock: no step {kind!r}")
+        os.utime(self.path, (self.time(), self.time()))
 
 
 def wait_for(pred, timeout: float = 4.0, interval: float = 0.01):

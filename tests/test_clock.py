@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import UTC, datetime
 
@@ -31,3 +32,17 @@ def test_parse_since_absolute():
 
 def test_durations_read_in_the_unit_a_person_would_use():
     assert [duration(s) for s in (95, 720, 12600, 172800)] == ["95 s", "12 min", "3.5 h", "2.0 days"]
+
+
+def test_the_watch_clock_waits_on_a_pipe_until_it_has_something_to_read():
+    from logforensics._clock import SYSTEM_CLOCK
+
+    read, write = os.pipe()
+    try:
+        assert SYSTEM_CLOCK.wait_readable(read, 0.01) is False
+        os.write(write, b"x\n")
+        assert SYSTEM_CLOCK.wait_readable(read, 0.01) is True
+        assert SYSTEM_CLOCK.monotonic() <= SYSTEM_CLOCK.monotonic()
+    finally:
+        os.close(read)
+        os.close(write)

@@ -1,7 +1,11 @@
-"""``logx watch`` end to end: the real CLI reading real files and pipes written by a separate
-writer process line by line with pauses. Gate exit codes (ready 0, failure/death 1,
-timeout/silence 3), the idle flush of a half-written traceback, truncation and rotation,
-the ``logx run`` sidecar, Ctrl-C, a closed pipe downstream, and the live view in a pty."""
+"""``logx watch``: gate exit codes (ready 0, failure/death 1, timeout/silence 3), the idle flush
+of a half-written traceback, truncation and rotation, the ``logx run`` sidecar, Ctrl-C, a closed
+pipe downstream, and the live view in a pty.
+
+A file written with pauses is watched in-process on a scripted clock (conftest's
+``ScriptedClock``: the writer's steps happen as the watch waits, no real sleeping); what needs
+processes — a pipe from another process, a live server PID, a signal, a closed stdout, a
+terminal, the CLI's own argument errors — runs the real CLI beside a separate writer."""
 
 from __future__ import annotations
 
@@ -24,12 +28,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import WRITER
+from conftest import WRITER, ScriptedClock
 from rich.console import Console
 
 from logforensics import _watch as watch_module
 from logforensics._analysis import Options, explain
 from logforensics._catalog import load_catalog
+from logforensics._clock import parse_since
 from logforensics._follow import IDLE, PARTIAL, QUIET, STILL
 from logforensics._render.watch import JsonRenderer, LiveRenderer
 from logforensics._sources import RawLine
@@ -181,6 +186,33 @@ class LineReader:
         return None
 
 
+class StampedOut(io.StringIO):
+    """The watch's output, each write stamped with the scripted clock's elapsed time."""
+
+    def __init__(self, clock: ScriptedClock) -> None:
+        super().__init__()
+        self.clock = clock
+        self.stamps: list[tuple[float, str]] = []
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            self.stamps.append((self.clock.elapsed, text))
+        return super().write(text)
+
+
+def watch_scripted(log: Path, steps: list, *, catalog=None, interrupt_at: float | None = None,
+                   create: bool = True, **options) -> tuple[int, list[dict], ScriptedClock, StampedOut]:
+    """``logx watch LOG --json`` in-process while ``steps`` write the log (``ScriptedClock``);
+    ``options`` are ``WatchOptions``'. The log is created empty first unless ``create`` is off."""
+    if create and not log.exists():
+        log.write_bytes(b"")
+    clock = ScriptedClock(log, steps, interrupt_at)
+    out = StampedOut(clock)
+    options.setdefault("mode", "json")
+    code = watch(str(log), WatchOptions(**options), catalog=catalog, out=out, clock=clock)
+    return code, jsonl(out.getvalue()) if options["mode"] == "json" else [], clock, out
+
+
 def run_logx(p: subprocess.Popen, timeout: float = 90) -> tuple[int, str, str]:
     out, err = p.communicate(timeout=timeout)
     return p.returncode, out.decode(), err.decode()
@@ -188,16 +220,6 @@ def run_logx(p: subprocess.Popen, timeout: float = 90) -> tuple[int, str, str]:
 
 def jsonl(out: str) -> list[dict]:
     return [json.loads(line) for line in out.splitlines() if line.strip()]
-
-
-def write_times(writer: subprocess.Popen) -> list[tuple[str, float]]:
-    """What the writer reported on stderr: (text prefix, monotonic write time)."""
-    out = []
-    for line in writer.stderr.read().decode().splitlines():
-        m = re.match(r"wrote '(.*)' ([\d.]+)$", line)
-        if m:
-            out.append((m.group(1), float(m.group(2))))
-    return out
 
 
 def assert_seed_finding(findings: list[dict]) -> dict:
@@ -215,14 +237,12 @@ def assert_seed_finding(findings: list[dict]) -> dict:
 # — the seed: a launch that dies at argument validation ————————————————————————————
 
 
-def test_seed_file_until_ready_exits_1_after_idle_flush(tmp_path, procs):
+def test_seed_file_until_ready_exits_1_after_idle_flush(tmp_path):
     log = tmp_path / "server.log"
-    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "60")
-    writer = procs.writer(log, lines_steps(SEED, 0.04) + [["sleep", 90]])  # dies, no more lines
-    code, out, err = run_logx(p, timeout=75)
-    assert code == 1, (out, err)
-    assert writer.poll() is None  # decided while the stream was still open: the idle flush
-    objs = jsonl(out)
+    code, objs, clock, _ = watch_scripted(log, lines_steps(SEED, 0.04) + [["sleep", 90]],  # dies, no more lines
+                                          until="ready", timeout=60)
+    assert code == 1, objs
+    assert clock.elapsed < 60  # decided while the stream was still open: the idle flush
     assert objs[0] == {"type": "phase", "phase": "args", "line": 1, "run": 1, "time": "2026-03-23 14:01:38"}
     assert_seed_finding([o for o in objs if o["type"] == "finding"])
     end = objs[-1]
@@ -230,7 +250,6 @@ def test_seed_file_until_ready_exits_1_after_idle_flush(tmp_path, procs):
     assert end["reason"] == "failed" and end["phase"] == "args"
     if SEED_ID in CATALOG_IDS:
         assert end["primary"] == SEED_ID
-    assert err == ""
 
 
 def test_seed_through_a_pipe_plain_lines(procs):
@@ -248,7 +267,7 @@ def test_seed_through_a_pipe_plain_lines(procs):
     assert re.search(r"end FAILED: verdict failed, exit 1", out)
 
 
-def test_gate_decides_on_the_best_ranked_problem(tmp_path, procs):
+def test_gate_decides_on_the_best_ranked_problem(tmp_path):
     pats = tmp_path / "pats"
     pats.mkdir()
     (pats / "t.toml").write_text('''
@@ -275,12 +294,10 @@ fix = "fix the cause"
   line = 'WATCHTEST cause'
 ''')
     log = tmp_path / "server.log"
-    p = procs.follow(log, "--until", "ready", "--json", "--patterns", str(pats))
-    procs.writer(log, lines_steps(HEALTHY[:3]) + [
-        ["w", f"{ts(5)} WATCHTEST symptom\n{ts(5)} WATCHTEST cause\n"], ["sleep", 90]])
-    code, out, _ = run_logx(p)
+    code, objs, _, _ = watch_scripted(log, lines_steps(HEALTHY[:3]) + [
+        ["w", f"{ts(5)} WATCHTEST symptom\n{ts(5)} WATCHTEST cause\n"], ["sleep", 90]],
+        catalog=load_catalog([pats]), until="ready", timeout=60)
     assert code == 1
-    objs = jsonl(out)
     assert {o["id"] for o in objs if o["type"] == "finding"} >= {"watchtest_symptom", "watchtest_cause"}
     assert objs[-1]["primary"] == "watchtest_cause"
 
@@ -301,56 +318,44 @@ def test_healthy_startup_until_ready_exits_0(tmp_path, procs):
     assert objs[-1] == {**objs[-1], "type": "end", "verdict": "ready", "exit_code": 0, "reason": "ready"}
 
 
-def test_silence_exits_3_naming_the_phase(tmp_path, procs):
+def test_silence_exits_3_naming_the_phase(tmp_path):
     log = tmp_path / "server.log"
-    p = procs.follow(log, "--until", "ready", "--silence", "0.8", "--json")
-    start = time.monotonic()
-    procs.writer(log, lines_steps(HEALTHY[:4]) + [["sleep", 90]])  # stuck loading weights
-    code, out, _ = run_logx(p, timeout=75)
+    code, objs, clock, _ = watch_scripted(log, lines_steps(HEALTHY[:4]) + [["sleep", 90]],  # stuck loading weights
+                                          until="ready", silence=0.8)
     assert code == 3
-    assert time.monotonic() - start > 0.8  # never early (the writer sleeps 90 s: it did not end it)
-    end = jsonl(out)[-1]
+    last_write = clock.written[-1][1]
+    assert last_write + 0.8 <= clock.elapsed < 90  # never early, and not the end of the writer
+    end = objs[-1]
     assert end["reason"] == "silence" and end["phase"] == "weights" and end["exit_code"] == 3
     assert "stalled in phase weights (last line 4)" in end["message"]
 
 
-def test_timeout_while_waiting_for_a_missing_file(tmp_path, procs):
-    p = procs.logx(str(tmp_path / "not-yet.log"), "--until", "ready", "--timeout", "0.7")
-    code, out, _ = run_logx(p)
-    assert code == 3
-    assert "waiting for" in out and "end TIMEOUT" in out and "(no line yet)" in out
+def test_timeout_while_waiting_for_a_missing_file(tmp_path):
+    code, _, clock, out = watch_scripted(tmp_path / "not-yet.log", [], create=False, mode="plain",
+                                         until="ready", timeout=0.7)
+    assert code == 3 and 0.7 <= clock.elapsed < 1.0
+    text = out.getvalue()
+    assert "waiting for" in text and "end TIMEOUT" in text and "(no line yet)" in text
 
 
-def test_file_appearing_late_is_followed(tmp_path, procs):
-    log = tmp_path / "late.log"
-    p = procs.logx(str(log), "--until", "ready", "--timeout", "60")
-    reader = LineReader(p.stdout)
-    assert reader.wait_for("waiting for") is not None
-    procs.writer(log, [["sleep", 0.2]] + lines_steps(HEALTHY, 0.01) + [["sleep", 90]])
-    p.wait(timeout=90)
-    out = "\n".join(reader.join())
-    assert p.returncode == 0 and "end READY" in out
+def test_file_appearing_late_is_followed(tmp_path):
+    code, _, _, out = watch_scripted(tmp_path / "late.log", [["sleep", 0.2]] + lines_steps(HEALTHY, 0.01)
+                                     + [["sleep", 90]], create=False, mode="plain", until="ready", timeout=60)
+    text = out.getvalue()
+    assert code == 0 and "waiting for" in text and "end READY" in text
 
 
 # — a crash in the middle of a traceback ——————————————————————————————————————————
 
 
-def test_crash_mid_traceback_reported_after_idle_flush_once(tmp_path, procs):
+def test_crash_mid_traceback_reported_after_idle_flush_once(tmp_path):
     log = tmp_path / "server.log"
-    p = procs.follow(log, "--json")
-    writer = procs.writer(log, lines_steps(HEALTHY[:4], 0.02) + lines_steps(BOOM, 0.02)
-                          + [["sleep", 3], ["w", f"{ts(22)} Received sigquit from a child process\n"]])
-    reader = LineReader(p.stdout)
-    seen_at = reader.wait_for("watchtest boom")
-    assert seen_at is not None
-    writer.wait(timeout=90)
-    time.sleep(0.3)  # let watch read the line that completes the traceback
-    p.send_signal(signal.SIGINT)
-    p.wait(timeout=90)
-    objs = [json.loads(t) for t in reader.join()]
-    written = write_times(writer)
-    sigquit_at = next(t for text, t in written if text.startswith(ts(22)[:20]))
-    boom_at = next(t for text, t in written if text.startswith("RuntimeError: watch"))
+    steps = (lines_steps(HEALTHY[:4], 0.02) + lines_steps(BOOM, 0.02)
+             + [["sleep", 3], ["w", f"{ts(22)} Received sigquit from a child process\n"]])
+    code, objs, clock, out = watch_scripted(log, steps, interrupt_at=3.8)  # Ctrl-C once it is read
+    seen_at = next(at for at, text in out.stamps if "watchtest boom" in text)
+    sigquit_at = next(at for text, at in clock.written if text.startswith(ts(22)[:20]))
+    boom_at = next(at for text, at in clock.written if text.startswith("RuntimeError: watch"))
     assert boom_at + 0.4 < seen_at < sigquit_at  # by the idle flush, before the line completing it
     booms = [o for o in objs if o["type"] == "finding" and "watchtest boom" in json.dumps(o)]
     assert len(booms) == 1  # not again when the traceback completed
@@ -396,16 +401,13 @@ def test_an_input_that_ends_before_ready_is_the_builtin_patterns_finding():
 # — truncation and rotation ———————————————————————————————————————————————————————
 
 
-def test_copytruncate_and_rotation_mid_stream(tmp_path, procs):
+def test_copytruncate_and_rotation_mid_stream(tmp_path):
     log = tmp_path / "server.log"
     steps = (lines_steps(HEALTHY[:4], 0.02) + [["sleep", 0.3], ["truncate"], ["sleep", 0.3]]
              + lines_steps(HEALTHY[4:9], 0.02) + [["sleep", 0.3], ["rotate"]]
              + lines_steps(HEALTHY[9:], 0.02) + [["sleep", 90]])
-    p = procs.follow(log, "--until", "ready", "--json", "--timeout", "60")
-    procs.writer(log, steps)
-    code, out, err = run_logx(p)
-    assert code == 0, (out, err)
-    objs = jsonl(out)
+    code, objs, _, _ = watch_scripted(log, steps, until="ready", timeout=60)
+    assert code == 0, objs
     assert [o["phase"] for o in objs if o["type"] == "phase"] == STARTUP_PHASES
     events = [o["event"] for o in objs if o["type"] == "source"]
     assert events == ["truncated", "rotated"]
@@ -473,24 +475,22 @@ def test_sidecar_offset_skips_the_previous_appended_run(tmp_path, procs):
     assert_seed_finding([o for o in objs if o["type"] == "finding"])
 
 
-def test_until_exit_with_a_finished_sidecar(tmp_path, procs):
+def test_until_exit_with_a_finished_sidecar(tmp_path):
     log = tmp_path / "server.log"
     log.write_text("\n".join(fresh(SEED)) + "\n")
     sidecar(log, 999_999_999, ended_at=datetime.now(UTC).isoformat(), exit_code=1)
-    p = procs.logx(str(log), "--until", "exit", "--json", "--timeout", "60")
-    code, out, _ = run_logx(p)
+    code, objs, _, _ = watch_scripted(log, [], until="exit", timeout=60)
     assert code == 1 == explain(log, options=Options(status=True)).exit_code  # as `logx explain` says
-    end = jsonl(out)[-1]
+    end = objs[-1]
     assert end["reason"] == "exited" and end["process"]["exit_code"] == 1 and end["verdict"] == "failed"
 
 
-def test_until_exit_says_stale_like_explain(tmp_path, procs):
+def test_until_exit_says_stale_like_explain(tmp_path):
     log = tmp_path / "server.log"
     log.write_text("\n".join(SEED) + "\n")  # March timestamps, a process started now
     sidecar(log, 999_999_999, ended_at=datetime.now(UTC).isoformat(), exit_code=1)
-    code, out, _ = run_logx(procs.logx(str(log), "--until", "exit", "--json", "--timeout", "60"))
+    code, objs, _, _ = watch_scripted(log, [], until="exit", timeout=60)
     assert code == 3 == explain(log, options=Options(status=True)).exit_code  # as `logx explain` says
-    objs = jsonl(out)
     assert objs[-1]["verdict"] == "stale"
     assert "log_stale" in {o["id"] for o in objs if o["type"] == "finding"}
 
@@ -526,14 +526,12 @@ def test_without_until_a_pipe_ends_with_a_summary(procs):
     assert re.search(r"\n\d\d:\d\d:\d\d cause \w+: .+ — fix: ", out)
 
 
-def test_from_end_ignores_an_earlier_ready_run(tmp_path, procs):
+def test_from_end_ignores_an_earlier_ready_run(tmp_path):
     log = tmp_path / "server.log"
     log.write_text("\n".join(HEALTHY) + "\n")  # yesterday's run, ready
-    p = procs.follow(log, "--until", "ready", "--from-end", "--json", "--timeout", "60")
-    procs.writer(log, [["sleep", 0.1]] + lines_steps(SEED, 0.01) + [["sleep", 90]])
-    code, out, _ = run_logx(p)
+    code, objs, _, _ = watch_scripted(log, [["sleep", 0.1]] + lines_steps(SEED, 0.01) + [["sleep", 90]],
+                                      until="ready", from_end=True, timeout=60)
     assert code == 1
-    objs = jsonl(out)
     assert objs[0]["type"] == "phase" and objs[0]["line"] == len(HEALTHY) + 1
 
 
@@ -679,28 +677,26 @@ SEED_CUT = SEED[1:]  # what `tail` shows: no launch line, no server_args
 
 
 @pytest.mark.parametrize("shape", ["last_line_without_newline", "from_end", "rotated"])
-def test_gate_decides_at_once_after_a_fatal_finding(tmp_path, procs, shape):
+def test_gate_decides_at_once_after_a_fatal_finding(tmp_path, shape):
     """The seed's crash decides the gate while the writer still holds the file open, whatever
     the watch saw of the launch: the last line has no newline (the process died mid-line), the
     watch joined with --from-end after an earlier ready run, or the log was rotated and the new
     file holds only the traceback."""
     log = tmp_path / "server.log"
-    args = ["--until", "ready", "--json", "--timeout", "60"]
+    options: dict = {"until": "ready", "timeout": 60}
     if shape == "last_line_without_newline":
         steps = lines_steps(SEED_CUT[:-1], 0.01) + [["w", SEED_CUT[-1]], ["sleep", 90]]
     elif shape == "from_end":
         log.write_text("\n".join(HEALTHY) + "\n")
-        args.append("--from-end")
+        options["from_end"] = True
         steps = lines_steps(SEED_CUT, 0.01) + [["sleep", 90]]
     else:
         steps = lines_steps(HEALTHY[:3], 0.01) + [["sleep", 0.2], ["rotate"]] + lines_steps(SEED_CUT, 0.01) \
             + [["sleep", 90]]
-    p = procs.follow(log, *args)
-    writer = procs.writer(log, steps)
-    code, out, err = run_logx(p, timeout=75)
-    assert code == 1, (out, err)
-    assert writer.poll() is None  # decided by the crash, not by the end of the writer
-    end = jsonl(out)[-1]
+    code, objs, clock, _ = watch_scripted(log, steps, **options)
+    assert code == 1, objs
+    assert clock.elapsed < 60  # decided by the crash, not by the end of the writer or the timeout
+    end = objs[-1]
     assert end["reason"] == "failed" and end["primary"] == SEED_ID, end
 
 
@@ -762,13 +758,12 @@ def test_gate_on_a_healthy_run_then_a_failed_relaunch_is_failed(tmp_path):
     assert explain(log, options=Options(status=True)).exit_code == 1
 
 
-def test_gate_with_since_does_not_trust_an_earlier_runs_ready_line(tmp_path, procs):
+def test_gate_with_since_does_not_trust_an_earlier_runs_ready_line(tmp_path):
     log = tmp_path / "server.log"
     log.write_text("\n".join(HEALTHY) + "\n")  # March timestamps: before the run of interest
-    code, out, _ = run_logx(procs.logx(str(log), "--until", "ready", "--json", "--since", "10m",
-                                       "--timeout", "60"), timeout=75)
+    code, objs, _, _ = watch_scripted(log, [], until="ready", since=parse_since("10m"), timeout=60)
     assert code == 3
-    end = jsonl(out)[-1]
+    end = objs[-1]
     assert end["reason"] == "stale" and end["verdict"] == "stale"
 
 

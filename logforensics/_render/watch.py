@@ -301,7 +301,7 @@ class LiveRenderer(Renderer):
         status = "waiting for the log" if w.waiting else ("ended" if outcome else "following")
         head = Text.assemble(("logx watch ", "bold"), (w.name, "bold underline"),
                              f"  {status} · {w.lines} lines · "
-                             f"{time.monotonic() - w.started:.0f} s")
+                             f"{w.clock.monotonic() - w.started:.0f} s")
         if run is not None and w.run_count > 1:
             head.append(f" · run {run.index} of {w.run_count}", style="dim")
         if w.options.until:
