@@ -3,9 +3,10 @@
     python bench/robustness.py /work/shared/corpus [--only docker,cut120] [--misses]
 
 A user's log is rarely the file the server wrote: it comes through docker compose or kubectl,
-journald or Ray, `kubectl logs --prefix`, Slurm's srun, pdsh or mpirun on a multi-node launch, `ts`, `cat -n` or
-`grep -n`, a terminal that cut it at its width, a Windows editor (CRLF), a Markdown paste, or
-only its last lines. Each *shape* below rewrites every log of the directory
+journald or Ray, `kubectl logs --prefix`, Slurm's srun, pdsh or mpirun on a multi-node launch,
+`ts`, `cat -n` or `grep -n` (the whole log, or the lines a search found and their context), a
+terminal that cut it at its width, a Windows editor (CRLF), a Markdown paste, or only its last
+lines. Each *shape* below rewrites every log of the directory
 the way that path would (the label is unchanged: the cause is the same) and scores `logx
 explain` on the rewritten copies (logforensics/_scoring.py, the one scorer). A shape that loses
 answers the plain logs get is a parser gap, not a missing pattern. Nothing is written beside the
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -61,6 +63,28 @@ def _middle_cut(lines: list[str], key: str) -> list[str] | None:
     return [*lines[:15], "...", f"[{len(lines) - 40} lines omitted]", "...", *lines[-25:]]
 
 
+# what a person greps a log for when it failed
+_GREP_WORDS = re.compile(r"error|exception|traceback|fail|killed", re.IGNORECASE)
+
+
+def _grep(context: int) -> Shape:
+    """`grep -n -i -E 'error|exception|…' -C N`: the lines that match ("12:"), ``context`` lines
+    around them ("12-"), "--" between groups; when the key line is among them."""
+    def shape(lines: list[str], key: str) -> list[str] | None:
+        hits = [i for i, line in enumerate(lines) if _GREP_WORDS.search(line)]
+        shown = sorted({j for i in hits for j in range(max(i - context, 0), min(i + context + 1, len(lines)))})
+        if not key or not any(key in lines[j] for j in shown):
+            return None
+        matched = set(hits)
+        out: list[str] = []
+        for n, j in enumerate(shown):
+            if n and j != shown[n - 1] + 1:
+                out.append("--")
+            out.append(f"{j + 1}{':' if j in matched else '-'}{lines[j]}")
+        return out
+    return shape
+
+
 def _markdown(lines: list[str], key: str) -> list[str]:
     return ["Here is the log:", "", "```", *lines, "```", "", "Any idea?"]
 
@@ -77,8 +101,10 @@ SHAPES: dict[str, Shape] = {
     "mpirun": _prefix(lambda i: "[1,0]<stdout>:"),  # Open MPI's --tag-output
     "kprefix": _prefix(lambda i: "[pod/sglang-0/server] "),  # kubectl logs --prefix
     "catn": _prefix(lambda i: f"{i + 1:6d}\t"),  # cat -n, or an editor's line numbers
-    # grep -n over the whole log: not read as a wrapper ("46:  File" would look like srun's task 46)
-    "grepn": _prefix(lambda i: f"{i + 1}:"),
+    "grepn": _prefix(lambda i: f"{i + 1}:"),  # grep -n over the whole log
+    "grepfiles": _prefix(lambda i: f"logs/node-0.log:{i + 1}:"),  # grep -n over several files (or -r)
+    "grepc": _grep(3),  # grep -n -C3 for the words of a failure
+    "grepm": _grep(0),  # grep -n for them: only the lines that match
     "crlf": lambda lines, key: [line + "\r" for line in lines],
     "ansi": lambda lines, key: [f"\x1b[32m{line}\x1b[0m" if line else line for line in lines],
     "markdown": _markdown,

@@ -17,7 +17,6 @@ from typing import Any
 from ._dialects import Dialect
 from ._dialects.base import StatsMarks
 from ._events import Event
-from ._lines import decode
 from ._matching import required_literals
 from ._pipeline import EventStream
 from ._runs import RunTracker
@@ -58,7 +57,7 @@ STATUS_DIGITS = b"000"  # an HTTP status in a template
 def template_event(stream: EventStream, data: bytes) -> Event | None:
     """The one event the full path (``stream``'s prefix and rules) makes of ``data`` alone,
     or None when the line touches the traceback assembler (opens, continues or ends one)."""
-    line = decode(RawLine(1, 0, data), stream.prefix)
+    line = stream.read_alone(data)
     event = stream.tokenizer.tokenize(line)
     assembler = TracebackAssembler()
     consumed, done = assembler.feed(line, event.kind)

@@ -62,6 +62,19 @@ _GLOG = re.compile(r"([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\s]{1,300}\] ?")
 # uvicorn level prefix inside a message: "INFO:     Started server process [123]"
 _LEVEL = re.compile(r"(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
 
+# grep -n: the line's number in front of it, "123:" on a matched line and "123-" on a context
+# line; over several files (or -r) the file's name before it, "server.log:123:" / "server.log-123-"
+# (a name holds a letter, a dot or a slash: "45-2026-03-23 …" is line 45); "--" between groups
+_GREP_N = re.compile(r"(\d{1,9})[:-]")
+_GREP_FILE_N = re.compile(r"([\w./-]*?[A-Za-z_./][\w./-]*?)([:-])(\d{1,9})\2")
+# what follows a clock's or a date's first field ("12:34:56", "03-23 14:01"): a real line, not grep's
+_CLOCK_REST = re.compile(r"\d\d[:.-]\d")
+# what follows srun's label ("3: x") or the line of a compiler's "file.c:5:10: error": grep's too?
+_LABEL_REST = re.compile(r" [^ ]|\d+:")
+_GREP_LEAD = 3  # lines before grep's first one: its command ("$ grep -n …"), a Markdown fence
+_FENCES = ("```", "~~~")  # a Markdown fence around a paste
+_GREP_FILES_KEPT = 1024  # files whose last line number is kept (memory stays flat)
+
 _UVICORN_WIDTH = 10  # "INFO:     ", "ERROR:    ", "WARNING:  "
 _TORCH_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
 
@@ -183,11 +196,108 @@ class PasteWidth:
         return len(seen) >= self.MIN_LINES
 
 
-def decode(raw: RawLine, prefix: ServerPrefix) -> LogLine:
-    """Turn a ``RawLine`` into a ``LogLine`` with prefixes split off (``prefix``: the server's)."""
+class GrepNumbers:
+    """``grep -n``'s numbers in front of a paste's lines, read from the whole paste's evidence,
+    not line by line: a log's own line may start with digits and a colon (a clock's "12:34:56",
+    srun's label "3: …", a compiler's "x.c:5:10: error"). The paste is grep's when its first line
+    (after grep's command or a Markdown fence, if any) carries a number whose rest is not a
+    clock's; when the rest may be an srun label's or a column ("3: x", grep's line 3 or srun's
+    task 3), the next line decides (``settle``): grep's number there is greater. The paste stays
+    grep's while every line carries one greater than the last of its file (blank lines and
+    grep's "--" between groups aside); one line that does not ends it, for good: what was a
+    number from there on is the line's own text."""
+
+    def __init__(self) -> None:
+        self.on: bool | None = None  # None: not decided yet
+        self.files: bool = False  # "file:123:" (several files) rather than "123:"
+        self._lead = 0  # lines seen before the decision
+        self._last: dict[str, int] = {}  # file ("" for one file) -> its last line number
+
+    def read(self, text: str) -> tuple[int, str]:
+        """Where ``text``'s own line starts behind grep's number (0: it has none) and the
+        file grep names ("" for one file); the paste's evidence so far is updated."""
+        on = self.on
+        if on is False or not text or text == "--":
+            return 0, ""
+        found = self._match(text, self.files) if on else self._first(text, label=False)
+        if found is None:
+            if on:
+                self.on = False
+            else:
+                self._lead += 1
+                if self._lead > _GREP_LEAD or not (text.startswith(_FENCES) or "grep" in text):
+                    self.on = False
+            return 0, ""
+        end, file, number = found
+        last = self._last
+        if number <= last.get(file, 0):
+            self.on = False
+            return 0, ""
+        self.on = True
+        if len(last) >= _GREP_FILES_KEPT and file not in last:
+            last.clear()
+        last[file] = number
+        return end, file
+
+    def peek(self, text: str) -> tuple[int, str]:
+        """``read`` for a line alone (a template of the statistics fast path, a line read
+        again): the evidence is not updated; before the decision, the line is read as grep's
+        first would be."""
+        if self.on is False or not text or text == "--":
+            return 0, ""
+        found = self._match(text, self.files) if self.on else self._first(text, label=False, decide=False)
+        return (found[0], found[1]) if found else (0, "")
+
+    def undecided(self, text: str) -> bool:
+        """Whether ``text``, read before the decision, is grep's line N or srun's task N: the
+        next line decides (``settle``)."""
+        return self.on is None and self._first(text, label=True, decide=False) is not None \
+            and self._first(text, label=False, decide=False) is None
+
+    def settle(self, first: str, second: str) -> None:
+        """Decide on an ``undecided`` first line by the one after it: grep's when that one
+        carries a greater number."""
+        found = self._first(first, label=True)
+        after = self._match(second, self.files) if found and second else None
+        if found is None or after is None or after[2] <= found[2] or after[1] != found[1]:
+            self.on = False
+        else:
+            self.on = True
+
+    def _first(self, text: str, label: bool, decide: bool = True) -> tuple[int, str, int] | None:
+        """A number that may begin a grep paste (``label``: even when its rest is an srun
+        label's), and its form; None for none, or a clock's."""
+        for files in (False, True):
+            found = self._match(text, files)
+            if found is not None:
+                rest = text[found[0]:]
+                if _CLOCK_REST.match(rest) or (not label and _LABEL_REST.match(rest)):
+                    return None
+                if decide:
+                    self.files = files
+                return found
+        return None
+
+    @staticmethod
+    def _match(text: str, files: bool) -> tuple[int, str, int] | None:
+        if files:
+            m = _GREP_FILE_N.match(text)
+            return (m.end(), m.group(1), int(m.group(3))) if m else None
+        m = _GREP_N.match(text) if text[:1].isdigit() else None
+        return (m.end(), "", int(m.group(1))) if m else None
+
+
+def decode(raw: RawLine, prefix: ServerPrefix, grep: GrepNumbers | None = None, *,
+           alone: bool = False) -> LogLine:
+    """Turn a ``RawLine`` into a ``LogLine`` with prefixes split off (``prefix``: the server's;
+    ``grep``: the paste's evidence of ``grep -n``, which the line adds to unless it is read
+    ``alone``: again, or as a template)."""
     text = visible_text(raw.data)
     line = LogLine(raw.number, raw.offset, text, text, truncated=raw.truncated, eol=raw.eol)
-    split_prefixes(line, prefix)
+    if grep is None:
+        split_prefixes(line, prefix)
+    else:
+        split_prefixes(line, prefix, *(grep.peek(text) if alone else grep.read(text)))
     return line
 
 
@@ -272,14 +382,21 @@ def _unwrap(msg: str) -> tuple[str, list[str]]:
     return msg, names
 
 
-def without_wrappers(text: str) -> str:
-    """A visible line without the wrappers in front of it (what the server printed)."""
-    return _unwrap(text)[0]
+def without_wrappers(text: str, grep: GrepNumbers | None = None) -> str:
+    """A visible line without the wrappers in front of it (what the server printed); ``grep``:
+    the paste's evidence of ``grep -n``, which the line adds to."""
+    start = grep.read(text)[0] if grep is not None else 0
+    return _unwrap(text[start:] if start else text)[0]
 
 
-def split_prefixes(line: LogLine, prefix: ServerPrefix) -> None:
-    """Fill ``wrapper``, ``ts``, ``tag``, ``level`` and ``message`` of ``line`` in place."""
+def split_prefixes(line: LogLine, prefix: ServerPrefix, start: int = 0, file: str = "") -> None:
+    """Fill ``wrapper``, ``ts``, ``tag``, ``level`` and ``message`` of ``line`` in place;
+    ``start``: where the line begins behind grep's number, ``file``: the file grep names."""
     msg = line.text
+    if start:
+        msg = line.message = msg[start:]
+        if file:
+            line.wrapper = file
     if not msg:
         return
     c = msg[0]
@@ -296,7 +413,7 @@ def split_prefixes(line: LogLine, prefix: ServerPrefix) -> None:
         # each other (a Ray actor's line through docker compose).
         msg, names = _unwrap(msg)
         if names:
-            line.wrapper = " > ".join(names)
+            line.wrapper = " > ".join([file, *names] if file else names)
     if msg:
         c = msg[0]
         m = prefix.pattern.match(msg) if c in prefix.first else None

@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from ._dialects import DEFAULT, DETECT_LINES, DIALECTS, Dialect, detect
 from ._events import Event, Tokenizer
-from ._lines import LogLine, PasteWidth, decode, visible_text
+from ._lines import GrepNumbers, LogLine, PasteWidth, decode, visible_text
 from ._sources import RawLine, iter_bytes, iter_file, iter_stream
 from ._tracebacks import Traceback, TracebackAssembler
 
@@ -33,7 +33,9 @@ class EventStream:
     """Incremental parser: ``feed(raw)`` returns the events that line produced (the line's
     own event unless a traceback took it, plus any traceback it completed); ``finish()``
     flushes tracebacks still open. Used by ``parse`` and by the live follower. ``dialect``:
-    the server whose prefix and event table read the lines.
+    the server whose prefix and event table read the lines. A first line that may be grep's
+    line N or srun's task N ("3: x", ``GrepNumbers.undecided``) is held until the next line
+    decides: its events come with that line's.
 
     A mixed file (a shared journal, a framework that starts both servers) keeps each line's
     dialect: once a line shows another server's marker (``Dialect.markers``), a line that
@@ -53,9 +55,28 @@ class EventStream:
         self._wrapper_dialect: dict[str, Dialect] = {}  # process -> dialect of its last prefixed line
         self._stream_dialect: dict[str, Dialect] = {}  # traceback stream -> its dialect
         self._width = PasteWidth()
+        self.grep = GrepNumbers()
+        self._held: RawLine | None = None  # a first line grep's or srun's, until the next decides
+
+    def read_alone(self, data: bytes) -> LogLine:
+        """``data`` decoded as this stream would decode it, without it counting as read (a
+        template of the statistics fast path)."""
+        return decode(RawLine(1, 0, data), self.prefix, self.grep, alone=True)
 
     def feed(self, raw: RawLine) -> list[Event]:
-        line = decode(raw, self.prefix)
+        if self.grep.on is None:
+            held = self._held
+            if held is not None:  # the line that decides whether the held one is grep's
+                self._held = None
+                self.grep.settle(visible_text(held.data), visible_text(raw.data))
+                return self._feed(held) + self._feed(raw)
+            if self.grep.undecided(visible_text(raw.data)):
+                self._held = raw
+                return []
+        return self._feed(raw)
+
+    def _feed(self, raw: RawLine) -> list[Event]:
+        line = decode(raw, self.prefix, self.grep)
         if self._width.at_width(line.text):
             line.at_width = True
         dialect = self.dialect
@@ -93,7 +114,7 @@ class EventStream:
         msg = line.message
         for other in self._present:
             if msg[:1] in other.prefix.first and other.prefix.pattern.match(msg):
-                own = decode(raw, other.prefix)
+                own = decode(raw, other.prefix, self.grep, alone=True)
                 self._wrapper_dialect[own.wrapper] = other
                 return other, own
         return self._wrapper_dialect.get(line.wrapper, self.dialect), line
@@ -106,7 +127,9 @@ class EventStream:
         return event
 
     def finish(self) -> list[Event]:
-        return [self._traceback_event(tb) for tb in self.assembler.flush()]
+        held, self._held = self._held, None
+        out = self._feed(held) if held is not None else []
+        return out + [self._traceback_event(tb) for tb in self.assembler.flush()]
 
 
 def raw_lines(source: Source) -> Iterator[RawLine]:

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logforensics._dialects import DEFAULT
-from logforensics._lines import LogLine, PasteWidth, parse_timestamp, visible_text, without_wrappers
+from logforensics._lines import GrepNumbers, LogLine, PasteWidth, parse_timestamp, visible_text, without_wrappers
 from logforensics._lines import decode as decode_with
 from logforensics._scoring import load_labels, score_labels
 from logforensics._sources import RawLine
@@ -282,14 +282,14 @@ def test_a_torch_stamp_gets_a_year_only_from_a_log_that_prints_one():
 
 GENERATED = Path(__file__).resolve().parent.parent / "fixtures" / "generated"
 WRAPPER_SHAPES = ("docker", "kubectl", "journald", "ts", "ray", "srun", "pdsh", "mpirun", "kprefix", "catn",
-                  "crlf", "ansi", "markdown")
+                  "grepn", "grepfiles", "crlf", "ansi", "markdown")
 
 
 @pytest.mark.parametrize("release", ["sglang-0.5.23", "vllm-0.33.0"])
 def test_a_log_through_any_wrapper_gets_the_answer_of_the_plain_log(release, tmp_path):
     """Logs the real releases printed, rewritten as docker compose, kubectl, journald, ts,
-    Ray, srun, pdsh, mpirun, kubectl --prefix, cat -n, a Windows editor, a colour terminal and
-    a Markdown paste would hand them over
+    Ray, srun, pdsh, mpirun, kubectl --prefix, cat -n, grep -n (over one file or several), a
+    Windows editor, a colour terminal and a Markdown paste would hand them over
     (bench/robustness.py): every one is answered as its plain log is."""
     robustness = _bench_module("robustness")
     directory = GENERATED / release
@@ -328,3 +328,82 @@ def test_paste_width_is_the_length_several_different_lines_share():
     assert not width.at_width("x" * 99)
     narrow = PasteWidth()
     assert not any(narrow.at_width(t) for t in ("x" * 50, "y" * 50, "z" * 50, "w" * 50))
+
+
+def _grep_read(texts: list[str]) -> list[tuple[str, str]]:
+    """Each line's own text behind grep's number and the file grep names, one paste."""
+    grep = GrepNumbers()
+    out = []
+    for text in texts:
+        start, file = grep.read(text)
+        out.append((text[start:], file))
+    return out
+
+
+def test_grep_n_numbers_are_a_wrapper_of_the_whole_paste():
+    """grep -n's "12:" (a match) and "12-" (context) stand before every line of its paste, "--"
+    between groups; the numbers grow, so the line behind them is the server's."""
+    paste = ["12-[2026-03-23 14:01:38 TP0] Memory pool end.", "13:Traceback (most recent call last):",
+             '14-  File "/sgl/scheduler.py", line 3, in run', "--", "40:ValueError: bad", "41-", ""]
+    assert _grep_read(paste) == [("[2026-03-23 14:01:38 TP0] Memory pool end.", ""),
+                                 ("Traceback (most recent call last):", ""),
+                                 ('  File "/sgl/scheduler.py", line 3, in run', ""), ("--", ""),
+                                 ("ValueError: bad", ""), ("", ""), ("", "")]
+
+
+def test_grep_n_over_several_files_names_each_file():
+    """``grep -n`` over several files (or ``-r``): "file:12:" and "file-12-", each file's numbers
+    growing on their own; a file's name may hold dashes and digits."""
+    paste = ["logs/node-0.log:7:[2026-03-23 14:01:38 TP0] x", "logs/node-0.log-8-  File y",
+             "logs/node-1.log:3:[2026-03-23 14:01:38 TP1] x"]
+    assert _grep_read(paste) == [("[2026-03-23 14:01:38 TP0] x", "logs/node-0.log"),
+                                 ("  File y", "logs/node-0.log"), ("[2026-03-23 14:01:38 TP1] x", "logs/node-1.log")]
+
+
+@pytest.mark.parametrize(("log", "kept"), [
+    (["12:34:56 launcher started", "12:34:57 up"], ["12:34:56 launcher started", "12:34:57 up"]),  # a clock
+    (["2024-05-01 10:00:00,123 - INFO - x"], ["2024-05-01 10:00:00,123 - INFO - x"]),  # a date
+    (["3:Traceback (most recent call last):", "3:ValueError: x"],  # a number that does not grow
+     ["Traceback (most recent call last):", "3:ValueError: x"]),
+    (["[2026-03-23 14:01:38] a", "b", "c", "d", "5:e"], ["[2026-03-23 14:01:38] a", "b", "c", "d", "5:e"]),
+    (["1:a", "2:b", "plain", "4:d"], ["a", "b", "plain", "4:d"]),  # a line without one ends it
+    (["[2026-04-14 15:32:10] x", "/tmp/tmpq2/cuda_utils.c:5:10: fatal error: Python.h: No such file"],
+     ["[2026-04-14 15:32:10] x", "/tmp/tmpq2/cuda_utils.c:5:10: fatal error: Python.h: No such file"]),
+])
+def test_digits_a_log_line_starts_with_are_not_grep_s(log, kept):
+    """The whole paste decides: a clock's or a date's first field, a number that does not grow, a
+    paste whose first lines carry none, or a line without one after them, is the log's own text."""
+    assert [text for text, _ in _grep_read(log)] == kept
+
+
+def test_grep_n_after_a_prompt_or_a_fence():
+    """A few lines before grep's first one (the command, a Markdown fence) do not decide."""
+    assert _grep_read(["$ grep -n Error server.log", "```", "12:ValueError: x"])[2] == ("ValueError: x", "")
+
+
+def test_an_srun_label_or_grep_s_number_is_decided_by_the_next_line():
+    """"3: x" is srun's task 3 or grep's line 3 of " x": the next line's number decides."""
+    srun = GrepNumbers()
+    assert srun.undecided("3: [2026-03-23 14:01:38 TP0] x")
+    srun.settle("3: [2026-03-23 14:01:38 TP0] x", "3: [2026-03-23 14:01:38 TP0] y")
+    assert srun.on is False and srun.read("3: y") == (0, "")
+    grep = GrepNumbers()
+    grep.settle("3: (SGLangEngine pid=9)   File x", "4: (SGLangEngine pid=9)     y()")
+    assert grep.read("3: (SGLangEngine pid=9)   File x") == (2, "")
+    assert not GrepNumbers().undecided("12:34:56 a") and not GrepNumbers().undecided("3:x")
+    gcc = GrepNumbers()  # a compiler's "file:line:column:" is no grep paste's first line
+    assert gcc.undecided("/tmp/x/cuda_utils.c:5:10: fatal error: Python.h: No such file or directory")
+    gcc.settle("/tmp/x/cuda_utils.c:5:10: fatal error: Python.h: No such file", "    5 | #include <Python.h>")
+    assert gcc.on is False
+
+
+def test_a_template_is_read_as_grep_s_paste_is_without_adding_to_it():
+    grep = GrepNumbers()
+    assert grep.peek("000:[2026-03-23 14:01:38 TP0] Decode batch") == (4, "")  # before the decision
+    assert grep.read("5:a") == (2, "") and grep.peek("000:b") == (4, "") and grep.read("6:c") == (2, "")
+
+
+def test_detection_reads_the_server_s_line_behind_grep_s_numbers():
+    grep = GrepNumbers()
+    assert without_wrappers("7:sglang-1  | hello", grep) == "hello"
+    assert without_wrappers("12:34:56 hello", GrepNumbers()) == "12:34:56 hello"

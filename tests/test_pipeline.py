@@ -244,3 +244,22 @@ def test_a_mixed_file_keeps_each_lines_dialect(shape):
     assert vllm_report.findings[0].id == explain(vllm_log).findings[0].id == "max_model_len_exceeds_kv_capacity"
     sglang_report = explain(data, options=Options(run_index=runs["sglang"].index))
     assert not any(f.is_problem for f in sglang_report.findings)
+
+
+def test_a_first_line_grep_s_or_srun_s_is_held_until_the_next_decides():
+    """"1: (Ray) File …" is grep's line 1 or srun's task 1: its events come with the next line's,
+    read as grep's when that line's number grows, as srun's when it does not."""
+    grep = EventStream()
+    assert grep.feed(RawLine(1, 0, b"1: (SGLangEngine pid=9) ValueError: x")) == []
+    events = grep.feed(RawLine(2, 40, b"2:[2026-03-23 14:01:38] Received sigquit from a child process."))
+    events += grep.finish()
+    assert [(e.kind, e.number) for e in events] == [("sigquit_child", 2), ("traceback", 1)]
+    assert events[1].traceback.wrapper == "SGLangEngine pid=9"
+    srun = EventStream()
+    assert srun.feed(RawLine(1, 0, b"1: [2026-03-23 14:01:38 TP1] Load weight begin. avail mem=78.50 GB")) == []
+    events = srun.feed(RawLine(2, 60, b"0: [2026-03-23 14:01:38 TP0] Load weight begin. avail mem=78.50 GB"))
+    assert [(e.kind, e.line.wrapper) for e in events] == [("weight_load_begin", "task 1"),
+                                                          ("weight_load_begin", "task 0")]
+    alone = EventStream()
+    assert alone.feed(RawLine(1, 0, b"1: [2026-03-23 14:01:38 TP1] Load weight begin. avail mem=78.50 GB")) == []
+    assert [e.line.wrapper for e in alone.finish()] == ["task 1"]

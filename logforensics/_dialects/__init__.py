@@ -10,7 +10,7 @@ import copyreg
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .._lines import without_wrappers
+from .._lines import GrepNumbers, without_wrappers
 from .base import CONFIDENCES, PHASE_RANK, PHASES, Dialect
 from .sglang import DIALECT as SGLANG
 from .vllm import DIALECT as VLLM
@@ -65,12 +65,13 @@ def detect(texts: Iterable[str]) -> Detection:
     lines carry ("likely"); else the default ("guess")."""
     prefixed = dict.fromkeys(DIALECTS, 0)
     first_prefixed: dict[str, int] = {}
+    grep = GrepNumbers()  # a `grep -n` paste: its numbers stand before the server's lines
     for number, seen in enumerate(texts, 1):
         if number > DETECT_LINES:
             break
         # docker, kubectl, journald, Ray: the server's own line (its process prefix, "(EngineCore
         # pid=1)", may itself be a marker)
-        text = without_wrappers(seen)
+        text = without_wrappers(seen, grep)
         for dialect in DIALECTS.values():
             if any(rx.search(text) or (text is not seen and rx.search(seen)) for rx in dialect.markers):
                 return Detection(dialect, "certain", number)
