@@ -143,3 +143,23 @@ def test_an_oom_a_few_shards_into_loading_is_the_loader_not_the_models_size():
     assert explain(log.encode()).findings[0].id == "weight_load_oom_version_regression"
     late = log.replace("3% Completed | 1/30", "60% Completed | 18/30")
     assert explain(late.encode()).findings[0].id == "weight_load_oom_model_too_large"
+
+
+def test_a_034_extensible_kv_cache_that_took_all_memory_suggests_no_higher_utilization():
+    """0.34's default KV cache is sized after warmup from all free memory (utilization 1.0) and
+    its blocks are 64 tokens: the length that fits is a multiple of 64, and no utilization is
+    offered that the budget cannot reach."""
+    msg = ("ValueError: To serve at least one request with the model's max seq len (131072), (16.00 GiB KV "
+           "cache is needed, which is larger than the available KV cache memory (9.70 GiB). Based on the "
+           "available memory, the estimated maximum model length is 79424. The extensible KV cache already "
+           "takes all device memory left after the model, its activations, CUDA graphs and warmup; decrease "
+           "`max_model_len` or `max_num_seqs`, or the model needs a device with more memory.")
+    led = build([("server_version", {"version": "0.34.0"}, 1)], [(msg, 20)])
+    led.total_gib = 80.0
+    assert (led.util, led.block_size) == (1.0, 64)
+    fix = led.max_model_len_fix()
+    assert "`--max-model-len 79424` (a multiple of the block size 64)" in fix  # 79424 = 1241 × 64
+    assert "--gpu-memory-utilization" not in fix
+    given = build([("server_version", {"version": "0.34.0"}, 1),
+                   ("server_args", {"args": {"block_size": 16}}, 2)], [(msg.replace("79424", "79440"), 20)])
+    assert given.block_size == 16 and given.fitting_len() == 79440

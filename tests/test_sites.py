@@ -309,13 +309,13 @@ def test_the_index_tool_reads_literal_serverargs_defaults(tmp_path):
 
 
 def test_the_vllm_index_covers_its_releases_and_finds_a_config_check_nobody_wrote_a_pattern_for():
-    """vLLM's index (tools/index_vllm.py) spans 0.6.6 to 0.33 in a small file; a rendered
+    """vLLM's index (tools/index_vllm.py) spans 0.6.6 to 0.34 in a small file; a rendered
     argument check of vLLM's is found at its site in a vLLM log and named by its category."""
     from logforensics._dialects import DIALECTS
 
     data = DIALECTS["vllm"].sites
     index = site_index(data)
-    assert index.releases[0] == "0.6.6.post1" and index.releases[-1] == "0.33.0" and len(index) > 10_000
+    assert index.releases[0] == "0.6.6.post1" and index.releases[-1] == "0.34.0" and len(index) > 10_000
     size = (Path(__file__).resolve().parent.parent / "logforensics" / "data" / data.index).stat().st_size
     assert size < 1_500_000
     lines = [

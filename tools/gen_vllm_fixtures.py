@@ -85,6 +85,7 @@ class Scenario:
     root_cause: str = ""  # GENERATED only: the label
     key: str = ""  # GENERATED only: the key line is the last line that holds this text
     files: dict = field(default_factory=dict)  # extra files in the model folder (name -> text)
+    since: str = ""  # GENERATED only: the first release that has the check (older ones skip it)
 
 
 SCENARIOS = [
@@ -135,8 +136,13 @@ SCENARIOS = [
 ]
 
 
-def gen(name: str, root_cause: str, key: str, args: list[str] | None = None, **kw) -> Scenario:
-    return Scenario(name, args or [], root_cause=root_cause, key=key, **kw)
+def gen(name: str, root_cause: str, key: str, args: list[str] | None = None, env: dict | None = None,
+        **kw) -> Scenario:
+    # From 0.34 vLLM refuses an x86 CPU without Triton before its config checks end; an empty
+    # CUDA_VISIBLE_DEVICES lets a plain `triton` with no active driver pass (vLLM reads it as a
+    # distributed launch whose devices come later), so the checks after it run as on a GPU host.
+    return Scenario(name, args or [], root_cause=root_cause, key=key,
+                    env={"CUDA_VISIBLE_DEVICES": "", **(env or {})}, **kw)
 
 
 # Failures of the argument, config, model-folder and tokenizer checks that vLLM runs before it
@@ -172,7 +178,7 @@ GENERATED = [
     gen("config_json_corrupt", "model_config_invalid", "Error", files={"config.json": '{"architectures": ["Qwen2'}),
     gen("config_unknown_dtype", "model_config_invalid", "no attribute 'float99'", config={"torch_dtype": "float99"}),
     gen("tokenizer_json_corrupt", "tokenizer_load_failed", "Error", files={"tokenizer.json": "{not json"}),
-    gen("tokenizer_path_missing", "tokenizer_load_failed", "tokenizer", ["--tokenizer", "/models/no-tokenizer"]),
+    gen("tokenizer_path_missing", "model_path_not_found", "/models/no-tokenizer", ["--tokenizer", "/models/no-tokenizer"]),
     gen("hf_overrides_bad_json", "server_args_invalid", "Input should be a valid dictionary",
         ["--hf-overrides", "{rope: 1"]),
     gen("generation_config_missing", "model_path_not_found", "Invalid repository ID",
@@ -183,6 +189,18 @@ GENERATED = [
         ["--tokenizer-mode", "fastest"], cut=5),
     gen("gpu_memory_utilization_zero_tail5", "server_args_invalid", "Input should be",
         ["--gpu-memory-utilization", "0"], cut=5),
+    # checks new in 0.34
+    gen("checkpoint_prepare_without_sleep", "server_args_invalid", "requires enable_sleep_mode",
+        ["--checkpoint-prepare-on-startup"], since="0.34"),
+    gen("numa_lists_without_bind", "server_args_invalid", "NUMA binding lists",
+        ["--numa-bind-nodes", "0", "--no-numa-bind"], since="0.34"),
+    gen("extensible_kv_cache_on_cpu", "server_args_invalid", "enable_extensible_kv_cache",
+        ["--enable-extensible-kv-cache"], since="0.34"),
+    gen("encoder_cudagraph_budget_zero", "server_args_invalid", "encoder_cudagraph_max_token_budget",
+        ["--compilation-config", '{"encoder_cudagraph_max_token_budget": 0}'], since="0.34"),
+    # the GPU build's triton, no triton-cpu: what a CPU host that pip-installed vllm gets
+    gen("cpu_without_triton", "missing_optional_dependency", "requires Triton",
+        env={"CUDA_VISIBLE_DEVICES": None}, since="0.34"),
 ]
 
 
@@ -335,14 +353,18 @@ def main() -> int:
         return 2
     scenarios = GENERATED if opts.generated else SCENARIOS
     todo = [s for s in scenarios if (s.name in opts.names if opts.names else s.cpu == opts.cpu)]
+    if opts.generated:
+        from importlib.metadata import version
+
+        from packaging.version import Version
+
+        release = version("vllm")
+        todo = [s for s in todo if not s.since or Version(release) >= Version(s.since)]
     if opts.list:
         print("\n".join(s.name for s in todo))
         return 0
     out = OUT
     if opts.generated:
-        from importlib.metadata import version
-
-        release = version("vllm")
         out = REPO / "fixtures" / "generated" / f"vllm-{release}"
     out.mkdir(parents=True, exist_ok=True)
     labels = {}

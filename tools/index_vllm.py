@@ -14,7 +14,7 @@ they are not the server.
 Usage (re-run it when vLLM releases; see docs/vllm.md, "The release index")::
 
     python tools/index_vllm.py                  # the last release of every minor series >= 0.6
-    python tools/index_vllm.py --versions 0.13.0 0.33.0 --cache DIR --out FILE
+    python tools/index_vllm.py --versions 0.13.0 0.34.0 --cache DIR --out FILE
 """
 
 from __future__ import annotations

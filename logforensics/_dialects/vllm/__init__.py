@@ -1,7 +1,7 @@
 """vLLM's dialect: its line prefix, event table, phases, arguments and release facts.
 
 The event table is ``events.py``, the memory ledger ``memory.py``; the catalog is
-``patterns/vllm/``. Formats from vLLM's released source, 0.6.6 to 0.33
+``patterns/vllm/``. Formats from vLLM's released source, 0.6.6 to 0.34
 (``shared/reference/vllm-log-format.md``): the record prefix ``LEVEL mm-dd hh:mm:ss
 [file:line] `` (no brackets before 0.8), the process prefix ``(EngineCore_DP0 pid=N)``,
 ``(VllmWorker rank=0 pid=N)``, ``(APIServer pid=N)`` in front of it (split off as the line's
@@ -108,7 +108,7 @@ DIALECT = Dialect(
     # the multiprocessing executor's multi-node launch (--nnodes/--node-rank/--master-addr, 0.11+);
     # "non-default args" leaves out node_rank 0 and the default port
     launch_args=LaunchArgs("nnodes", "node_rank", ("master_addr", "master_port"), "tensor_parallel_size"),
-    # vLLM's raise/assert/log sites over its wheels 0.6.6.post1-0.33.0 (tools/index_vllm.py)
+    # vLLM's raise/assert/log sites over its wheels 0.6.6.post1-0.34.0 (tools/index_vllm.py)
     sites=SiteData(index="vllm_sites.json.gz", categories="vllm_site_categories.toml", package="vllm",
                    core="vllm/"),
 )

@@ -1,6 +1,6 @@
 """vLLM's event table: the lines of its start-up, serving and shutdown, as data.
 
-The formats come from vLLM's released source (0.6.6, 0.13, 0.33; spot checks of 0.8.5 and
+The formats come from vLLM's released source (0.6.6, 0.13, 0.33, 0.34; spot checks of 0.8.5 and
 0.9.2), see ``shared/reference/vllm-log-format.md`` §3. Rules match the message after the
 prefixes (``(EngineCore_DP0 pid=N)``, ``INFO mm-dd hh:mm:ss [file:line]``) are split off;
 regexes accept every release's wording. Numbers printed with thousands separators
@@ -103,6 +103,8 @@ RULES: tuple[Rule, ...] = (
          r"PP rank (?P<pp_rank>\d+), (?:PCP rank \d+, )?TP rank (?P<tp_rank>\d+)", starts="rank ", parse=_numbers),
     # — weights —
     Rule("weight_load_begin", r"Starting to load model (?P<model>.+?)\.\.\.", starts="Starting to load model"),
+    # Model Runner V2 (0.12+, opt-in; the only runner from 0.34) names no model
+    Rule("weight_load_begin", r"Loading model from scratch\.\.\.", starts="Loading model from scratch"),
     Rule("weight_load_progress", r"Loading (?:safetensors|pt|bin)? ?checkpoint shards:\s+(?P<percent>\d+)% Completed",
          starts="Loading "),
     Rule("weight_load_end", r"Model loading took (?P<weights_gib>[\d.]+) ?GiB(?: memory)? and (?P<elapsed>[\d.]+) ?s",

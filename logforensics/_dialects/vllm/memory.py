@@ -33,6 +33,7 @@ from ..._memory.torch_oom import parse_torch_oom
 MIN_KV_GIB = 1.0  # a suggested utilization leaves at least this much for the KV cache
 UTIL_CAP = 0.95  # never suggest a utilization above this (graphs and the sampler need the rest)
 BLOCK_SIZE = 16  # vLLM's default KV block size: a suggested --max-model-len is a multiple of it
+BLOCK_SIZE_SINCE = ((0, 34), 64)  # CacheConfig.DEFAULT_BLOCK_SIZE from 0.34
 GRAPHS_IN_BUDGET_SINCE = (0, 21)  # CUDA-graph memory is estimated inside the budget from 0.21
 
 # Figures that arrive inside an exception message rather than as a line of their own.
@@ -47,6 +48,10 @@ _STARTUP_FREE = re.compile(r"(?:Free|Available) memory on (?:device|node) (?:\S+
                            r"startup is less than desired [GC]PU memory utilization \((?P<util>[\d.]+), "
                            r"(?P<req>[\d.]+) GiB\)")
 _NO_ROOM = re.compile(r"No available memory for the cache blocks")
+# 0.34's extensible KV cache (the default on CUDA/ROCm) names the utilization it used, or says
+# it took all the memory (its default, 1.0): the budget cannot grow then
+_EXTENSIBLE_UTIL = re.compile(r"within `gpu_memory_utilization`=(?P<util>[\d.]+);|"
+                              r"(?P<all>The extensible KV cache already takes all device memory)")
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
@@ -287,6 +292,7 @@ def build(events: Iterable[tuple[str, dict[str, Any], int]], messages: Iterable[
     """The ledger from ``(kind, fields, line)`` events of the vLLM table and the exception
     messages ``(text, line)`` that carry figures (the capacity and start-up checks)."""
     led = VllmLedger()
+    block_given = None
     for kind, f, line in events:
         if kind == "server_version":
             led.version = led.version or version_tuple(str(f.get("version", "")))
@@ -306,9 +312,11 @@ def build(events: Iterable[tuple[str, dict[str, Any], int]], messages: Iterable[
             if isinstance(args.get("max_model_len"), int):
                 led.max_model_len = args["max_model_len"]
             for key, attr in (("kv_cache_dtype", "kv_cache_dtype"), ("max_num_seqs", "max_num_seqs"),
-                              ("tensor_parallel_size", "tp_size"), ("enforce_eager", "enforce_eager")):
+                              ("tensor_parallel_size", "tp_size"), ("enforce_eager", "enforce_eager"),
+                              ("block_size", "block_size")):
                 if args.get(key) is not None:
                     setattr(led, attr, args[key])
+            block_given = args.get("block_size", block_given)
         elif kind == "max_model_len":
             led.max_model_len = f.get("max_model_len", led.max_model_len)
         elif kind == "memory_budget":
@@ -364,6 +372,11 @@ def build(events: Iterable[tuple[str, dict[str, Any], int]], messages: Iterable[
             led.lines["startup"] = line
         if _NO_ROOM.search(text):
             led.no_room = True
+        m = _EXTENSIBLE_UTIL.search(text)
+        if m and led.util is None:
+            led.util, led.util_source = (1.0 if m["all"] else float(m["util"])), "message"
+    if block_given is None and led.version is not None and led.version >= BLOCK_SIZE_SINCE[0]:
+        led.block_size = BLOCK_SIZE_SINCE[1]
     if led.graphs_in_budget is None and led.version is not None:
         led.graphs_in_budget = led.version >= GRAPHS_IN_BUDGET_SINCE
     return led
