@@ -31,9 +31,6 @@ KNOWN_MISSES = {
     },
     # 0.5.9 (generated after the rules above; scored first with no change for it): the two tails as on 0.5.23
     "sglang-0.5.9-cut": {"json_model_override_args_invalid__tail5", "tokenizer_json_corrupt__tail5"},
-    # vLLM 0.33's unknown dtype is raised by torch's module __getattr__ (logx says the torch
-    # dependency is wrong)
-    "vllm-0.33.0": {"config_unknown_dtype"},
 }
 DIRECTORIES = sorted(p for p in GENERATED.iterdir() if (p / "labels.jsonl").is_file())
 
