@@ -12,29 +12,79 @@ the modules behind it may change.
         ...
 """
 
+import importlib as _importlib
+import typing as _typing
+
 __version__ = "0.1.0"
 
-from ._analysis import Analyzer, Options, explain, explain_many  # noqa: E402
-from ._catalog import Catalog, Pattern, load_catalog  # noqa: E402
-from ._dialects import Detection, Dialect, detect  # noqa: E402
-from ._errors import (  # noqa: E402
-    EXIT_FAILURE,
-    EXIT_INCONCLUSIVE,
-    EXIT_INTERNAL,
-    EXIT_OK,
-    EXIT_USAGE,
-    CatalogError,
-    LaunchError,
-    LogxError,
-    RunNotFoundError,
-    SourceError,
-)
-from ._events import Event  # noqa: E402
-from ._findings import Evidence, Finding  # noqa: E402
-from ._pipeline import parse  # noqa: E402
-from ._report import Report  # noqa: E402
-from ._runs import Run  # noqa: E402
-from ._tracebacks import Traceback  # noqa: E402
+# The names are imported on first use (PEP 562), so that the command line can turn the disk
+# cache on before the library reads its data, and a command imports only the modules it needs.
+_EXPORTS = {
+    "Analyzer": "._analysis",
+    "Options": "._analysis",
+    "explain": "._analysis",
+    "explain_many": "._analysis",
+    "Catalog": "._catalog",
+    "Pattern": "._catalog",
+    "load_catalog": "._catalog",
+    "Detection": "._dialects",
+    "Dialect": "._dialects",
+    "detect": "._dialects",
+    "EXIT_FAILURE": "._errors",
+    "EXIT_INCONCLUSIVE": "._errors",
+    "EXIT_INTERNAL": "._errors",
+    "EXIT_OK": "._errors",
+    "EXIT_USAGE": "._errors",
+    "CatalogError": "._errors",
+    "LaunchError": "._errors",
+    "LogxError": "._errors",
+    "RunNotFoundError": "._errors",
+    "SourceError": "._errors",
+    "Event": "._events",
+    "Evidence": "._findings",
+    "Finding": "._findings",
+    "parse": "._pipeline",
+    "Report": "._report",
+    "Run": "._runs",
+    "Traceback": "._tracebacks",
+}
+
+if _typing.TYPE_CHECKING:
+    from ._analysis import Analyzer, Options, explain, explain_many
+    from ._catalog import Catalog, Pattern, load_catalog
+    from ._dialects import Detection, Dialect, detect
+    from ._errors import (
+        EXIT_FAILURE,
+        EXIT_INCONCLUSIVE,
+        EXIT_INTERNAL,
+        EXIT_OK,
+        EXIT_USAGE,
+        CatalogError,
+        LaunchError,
+        LogxError,
+        RunNotFoundError,
+        SourceError,
+    )
+    from ._events import Event
+    from ._findings import Evidence, Finding
+    from ._pipeline import parse
+    from ._report import Report
+    from ._runs import Run
+    from ._tracebacks import Traceback
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'logforensics' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "EXIT_FAILURE",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import marshal
 import os
 from collections.abc import Callable, Hashable
@@ -20,6 +19,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import __version__
+
+try:  # hashlib's own blake2b; hashlib itself loads OpenSSL first (~2 ms of every start)
+    from _blake2 import blake2b
+except ImportError:  # an interpreter built without it
+    from hashlib import blake2b
 
 T = TypeVar("T")
 _MISSING = object()
@@ -104,4 +108,4 @@ def cached(kind: str, key: Hashable, compute: Callable[[], T]) -> T:
 def file_key(path: Path, data: bytes) -> tuple[str, str]:
     """The cache key of a file read as ``data``: its path and a digest of its bytes. Not its
     mtime: two writes within a clock tick keep it, and hashing ~150 KB is cheap."""
-    return str(path), hashlib.blake2b(data, digest_size=16).hexdigest()
+    return str(path), blake2b(data, digest_size=16).hexdigest()

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import functools
 import os
-import tomllib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import regex
+from typing import TYPE_CHECKING, Any
 
 from . import _cache
 from ._conditions import CONDITIONS
 from ._dialects import DIALECTS
 from ._dialects.base import bundled_dir
 from ._errors import CatalogError
+
+if TYPE_CHECKING:
+    import regex
 
 SEVERITIES = ("fatal", "error", "warning", "info")
 ROLES = ("cause", "symptom")  # a cause outranks every symptom of the same severity group
@@ -59,12 +60,13 @@ REQUIRED = ("id", "title", "severity", "phase", "explanation", "fix")
 REGEX_TIMEOUT = 0.25  # seconds, per search
 FACTS_FILE = "facts.toml"  # a dialect's facts beside its patterns (dialects/base.py reads it)
 ENV_VAR = "LOGX_PATTERNS"
-_ID = regex.compile(r"[a-z0-9_]+")
+_ID = re.compile(r"[a-z0-9_]+")
 
 
 class Regex:
     """A catalog regex, compiled on first use. The bundled catalog's ~230 regexes take about
-    60 ms to compile, more than a small log takes to explain, and a run needs a handful. Has the
+    60 ms to compile, more than a small log takes to explain, and a run needs a handful (the
+    ``regex`` module itself, ~8 ms to import, is imported by the first). Has the
     ``regex.Pattern`` methods logx uses; a user's own patterns are compiled at load (so a bad
     one is reported there, see ``load_catalog``), the bundled ones are checked by the tests."""
 
@@ -77,6 +79,8 @@ class Regex:
     @property
     def compiled(self) -> regex.Pattern:
         if self._compiled is None:
+            import regex
+
             self._compiled = regex.compile(self.pattern)
         return self._compiled
 
@@ -230,8 +234,6 @@ def load_file(file: Path, compile_now: bool = True, folder: str | None = None) -
     directory (named after a dialect: the patterns' default dialect)."""
     try:
         data = _read_toml(file)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{file}: invalid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise CatalogError(f"{file}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
@@ -244,10 +246,20 @@ def load_file(file: Path, compile_now: bool = True, folder: str | None = None) -
 
 
 def _read_toml(file: Path) -> dict[str, Any]:
-    """A pattern file's tables, from the disk cache when these bytes were parsed before."""
+    """A pattern file's tables, from the disk cache when these bytes were parsed before
+    (``tomllib``, ~4 ms to import, only for the files that were not)."""
     with open(file, "rb") as fh:
         data = fh.read()
-    return _cache.cached("toml", _cache.file_key(file, data), lambda: tomllib.loads(data.decode()))
+
+    def parse() -> dict[str, Any]:
+        import tomllib
+
+        try:
+            return tomllib.loads(data.decode())
+        except tomllib.TOMLDecodeError as exc:
+            raise CatalogError(f"{file}: invalid TOML: {exc}") from None
+
+    return _cache.cached("toml", _cache.file_key(file, data), parse)
 
 
 def build_pattern(table: dict, file: Path | str, index: int = 0, compile_now: bool = True,
@@ -324,6 +336,8 @@ def build_match(table: dict, fail, compile_now: bool = True) -> MatchSpec:
                 raise fail(f"match key '{key}' must be a non-empty string")
             rx = Regex(value)
             if compile_now:
+                import regex
+
                 try:
                     rx.compiled  # noqa: B018 - compiled here to report a bad regex at load
                 except regex.error as exc:

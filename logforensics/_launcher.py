@@ -47,8 +47,6 @@ import json
 import os
 import select
 import signal
-import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -226,6 +224,8 @@ def launch(
     the command cannot be started (the sidecar then records exit_code 127/126 and ``error``),
     or the supervisor does not report within ``timeout`` seconds.
     """
+    import subprocess  # here, not at import: the stale-log check imports this module for its sidecar
+
     argv = [os.fsdecode(a) for a in argv]
     if not argv:
         raise LaunchError("no command given (usage: logx run --log FILE -- CMD ARGS...)")
@@ -354,6 +354,9 @@ def _report(fd: int, payload: dict[str, Any]) -> None:
 
 def _supervise() -> int:
     """Body of the supervisor process (see the module docstring)."""
+    import socket
+    import subprocess
+
     # Python-level handlers (not SIG_IGN) so that the server, after exec, starts with default
     # dispositions. Installed first: a SIGHUP from the dying ssh session must not kill us.
     pending: list[int] = []

@@ -16,13 +16,11 @@ a prefix. The data is read on the first lookup only.
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import threading
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 
 from ._dialects import DEFAULT, DIALECTS
 from ._dialects.base import SiteData, version_tuple
@@ -361,6 +359,14 @@ def _shown_prefix(piece: str, rest: str) -> int:
     return next((k for k in range(min(len(head), len(rest)), 3, -1) if head.startswith(rest[-k:])), 0)
 
 
+def _data(name: str):
+    """A bundled file of ``logforensics/data``; ``importlib.resources`` is imported on first use
+    (~8 ms, tempfile's imports: a log without a traceback reads none of these files)."""
+    from importlib import resources
+
+    return resources.files("logforensics").joinpath(f"data/{name}")
+
+
 _LOADED: dict[str, SiteIndex] = {}
 _LOADING = threading.Lock()
 
@@ -377,7 +383,9 @@ def site_index(data: SiteData | None = None) -> SiteIndex:
     with _LOADING:
         found = _LOADED.get(data.index)
         if found is None:
-            raw = resources.files("logforensics").joinpath(f"data/{data.index}").read_bytes()
+            import gzip
+
+            raw = _data(data.index).read_bytes()
             columns = json.loads(gzip.decompress(raw))
             found = _LOADED[data.index] = SiteIndex(columns["releases"], columns["columns"], columns["keys"],
                                                     data)
@@ -413,8 +421,10 @@ def _flag_settings(data: SiteData) -> dict[str, dict[str, tuple[tuple[Version, V
     was the name in (empty when the server ships no flag table)."""
     if data.flags is None:
         return {}
+    import gzip
+
     raw = json.loads(gzip.decompress(
-        resources.files("logforensics").joinpath(f"data/{data.flags}").read_bytes()))
+        _data(data.flags).read_bytes()))
     out: dict[str, dict[str, tuple[tuple[Version, Version], ...]]] = {}
     for setting in raw["settings"]:
         spelled = {flag: tuple((_release(a), _release(b)) for a, b in runs) for flag, runs in setting.items()}
@@ -476,7 +486,7 @@ class Category:
 def _data_toml(name: str) -> dict:
     import tomllib
 
-    return tomllib.loads(resources.files("logforensics").joinpath(f"data/{name}").read_text())
+    return tomllib.loads(_data(name).read_text())
 
 
 @cache
@@ -666,7 +676,7 @@ def release_key(version: str) -> tuple[int, ...]:
 
 @cache
 def _default_changes(data: str) -> dict[str, list]:
-    raw = resources.files("logforensics").joinpath(f"data/{data}").read_text()
+    raw = _data(data).read_text()
     return json.loads(raw)["changes"]
 
 

@@ -5,6 +5,7 @@ is the point (a closed pipe, FIFOs and /dev/fd paths, ``python -m``) spawn one."
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -251,19 +252,45 @@ def test_shell_completion_offers_subcommands(shell, env):
     assert "--install-completion" in logx("--help").stdout.decode()
 
 
-def test_json_commands_import_no_text_renderer():
-    """Start-up: ``--json`` prints no text, so it loads neither ``render/`` nor rich."""
+def _modules_after(*argvs: list[str]) -> tuple[bytes, list[str]]:
+    """What ``logx ARGV`` prints, each in turn in one fresh process, and the modules of typer,
+    rich and logx's text renderers that were imported by then."""
     probe = (
         "import sys\n"
         "from logforensics._cli import main\n"
-        f"for argv in (['explain', '--json', {str(SEED)!r}], ['status', '--json', {str(HEALTHY)!r}]):\n"
+        f"for argv in {[list(a) for a in argvs]!r}:\n"
         "    sys.argv = ['logx', *argv]\n"
         "    try:\n"
         "        main()\n"
         "    except SystemExit:\n"
         "        pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('logforensics._render', 'rich'))), file=sys.stderr)\n"
+        "print(sorted({m.split('.')[0] if not m.startswith('logforensics') else m for m in sys.modules\n"
+        "              if m.startswith(('logforensics._render', 'rich', 'typer'))}), file=sys.stderr)\n"
     )
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60)
-    assert b'"schema": "logx.report/1"' in res.stdout and b'"schema": "logx.status/1"' in res.stdout
-    assert res.stderr.decode().strip().splitlines()[-1] == "[]"
+    return res.stdout, ast.literal_eval(res.stderr.decode().strip().splitlines()[-1])
+
+
+def test_json_commands_import_neither_typer_nor_a_text_renderer():
+    """Start-up: ``explain --json`` and ``status --json`` are read without typer, and print no
+    text: neither typer nor ``render/`` nor rich is imported."""
+    out, modules = _modules_after(["explain", "--json", str(SEED)], ["status", "--json", "--since", "1h", str(HEALTHY)])
+    assert b'"schema": "logx.report/1"' in out and b'"schema": "logx.status/1"' in out
+    assert modules == []
+
+
+def test_text_commands_import_rich_but_not_typer():
+    out, modules = _modules_after(["explain", "--width", "80", str(SEED)], ["status", str(HEALTHY)])
+    assert out.strip()
+    assert "typer" not in modules and "rich" in modules
+
+
+def test_help_and_usage_errors_are_typers():
+    """What the direct reading does not read goes to typer, which says what is wrong."""
+    bad = logx("explain", "--width", "5", HEALTHY)
+    assert bad.returncode == 2 and b"--width" in bad.stderr
+    assert logx("explain", "--no-such-flag", HEALTHY).returncode == 2
+    assert logx("status").returncode == 2
+    assert b"--json" in logx("explain", "--help").stdout
+    since = logx("status", "--since", "soonish", HEALTHY)
+    assert since.returncode == 2 and b"--since" in since.stderr

@@ -12,12 +12,12 @@ dialect's catalog folder (``patterns/<name>/facts.toml``), read by ``load_facts`
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import _cache
 from .._events import Rule
 from .._lines import ServerPrefix
 
@@ -251,13 +251,20 @@ def bundled_dir() -> Path:
     return installed if installed.is_dir() else package.parent / "patterns"
 
 
+def _parse_toml(raw: bytes) -> dict[str, Any]:
+    import tomllib  # ~8 ms to import: only when the disk cache does not hold the file
+
+    return tomllib.loads(raw.decode())
+
+
 def load_facts(path: Path) -> Facts:
     """Read a dialect's ``facts.toml`` (a missing file: no facts). A broken file is a bug in
     logx's own data, so it raises (the tests load every dialect)."""
     if not path.is_file():
         return Facts()
     with open(path, "rb") as fh:
-        data = tomllib.load(fh)
+        raw = fh.read()
+    data = _cache.cached("toml", _cache.file_key(path, raw), lambda: _parse_toml(raw))
     for where, table, known in [("the file", data, _FACT_KEYS)] + [
             (f"a [[{key}]]", t, keys) for key, keys in _TABLE_KEYS.items() for t in data.get(key, [])]:
         unknown = set(table) - known
