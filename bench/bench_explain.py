@@ -16,8 +16,9 @@ and ``grep -c Traceback``. Prints a Markdown table: seconds, MB/s, lines/s and p
 shape's speed as a share of the read loop's, by wall time and by CPU time (user + system: on a
 shared machine the CPU time is the steadier figure).
 
-``--startup`` times what a small log costs: ``logx status --json`` and ``logx explain --json``
-of a fixture log against a bare ``python -c pass``, ``--repeat`` runs each (best and median).
+``--startup`` times what a small log costs: ``logx status`` and ``logx explain`` (``--json`` and
+text) of a fixture log against a bare ``python -c pass``, ``--repeat`` runs each (best and
+median); ``--vs CHECKOUT`` adds another checkout's (an older commit's worktree) for a before/after.
 """
 
 from __future__ import annotations
@@ -132,29 +133,50 @@ def shapes_table(workdir: Path, a: argparse.Namespace) -> None:
 
 
 def startup_table(a: argparse.Namespace) -> None:
-    """A small log's cost, start-up included: ``logx status`` and ``logx explain`` (JSON, the
-    fixtures' healthy TP1 log) beside an interpreter that does nothing."""
+    """A small log's cost, start-up included: ``logx status`` and ``logx explain`` (JSON and
+    text, the fixtures' healthy TP1 log) beside an interpreter that does nothing; with
+    ``--vs CHECKOUT`` the same commands of another checkout of logx (``python -m logforensics``
+    with CHECKOUT first on the path), interleaved, and the ratio of the medians."""
     log = HERE.parent / "fixtures" / "none__healthy_tp1.log"
     logx = logx_command()
     # As an install leaves it (pip byte-compiles the wheel): without .pyc files (an editable
     # checkout under PYTHONDONTWRITEBYTECODE) every run would compile logx's source anew.
     import logforensics
     compileall.compile_dir(Path(logforensics.__file__).parent, quiet=1)
-    rows = [("`python -c pass`", [sys.executable, "-c", "pass"]),
-            ("`logx status --json` (small log)", logx + ["status", "--json", str(log)]),
-            ("`logx explain --json` (small log)", logx + ["explain", "--json", str(log)])]
-    times: dict[str, list[tuple[float, int, int, float]]] = {label: [] for label, _ in rows}
+    commands = [("status --json", ["status", "--json"]), ("status", ["status"]),
+                ("explain --json", ["explain", "--json"]), ("explain", ["explain"])]
+    cache = tempfile.mkdtemp(prefix="logx-bench-cache-")  # each checkout's own, warmed by a first run
+    rows: list[tuple[str, list[str], dict[str, str]]] = [("`python -c pass`", [sys.executable, "-c", "pass"], {})]
+    rows += [(f"`logx {label}` (small log)", logx + args + [str(log)], {"XDG_CACHE_HOME": f"{cache}/this"})
+             for label, args in commands]
+    if a.vs:
+        other = Path(a.vs).resolve()
+        compileall.compile_dir(other / "logforensics", quiet=1)
+        env = {"PYTHONPATH": str(other), "XDG_CACHE_HOME": f"{cache}/vs"}
+        rows += [(f"`logx {label}`, {other.name}", [sys.executable, "-m", "logforensics", *args, str(log)], env)
+                 for label, args in commands]
+    for _label, cmd, env in rows:
+        measure(cmd, 1, env)  # the disk cache filled, the files in the page cache
+    times: dict[str, list[tuple[float, int, int, float]]] = {label: [] for label, _, _ in rows}
     for _ in range(a.repeat):  # interleaved
-        for label, cmd in rows:
-            times[label].append(measure(cmd, 1))
+        for label, cmd, env in rows:
+            times[label].append(measure(cmd, 1, env))
+    shutil.rmtree(cache, ignore_errors=True)
     print(f"\n{machine()}; {a.repeat} runs each, interleaved\n")
     print("| command | best (ms) | median (ms) | median CPU (ms) | peak RSS (MB) |")
     print("|---|---:|---:|---:|---:|")
-    for label, _ in rows:
+    medians = {}
+    for label, _, _ in rows:
         runs = sorted(times[label])
         cpu = sorted(r[3] for r in runs)
-        print(f"| {label} | {runs[0][0] * 1e3:.0f} | {runs[len(runs) // 2][0] * 1e3:.0f} | "
-              f"{cpu[len(cpu) // 2] * 1e3:.0f} | {runs[0][1] / 1024:.0f} |")
+        medians[label] = (runs[len(runs) // 2][0], cpu[len(cpu) // 2])
+        print(f"| {label} | {runs[0][0] * 1e3:.0f} | {medians[label][0] * 1e3:.0f} | "
+              f"{medians[label][1] * 1e3:.0f} | {runs[0][1] / 1024:.0f} |")
+    if a.vs:
+        this, vs = "`logx {}` (small log)", f"`logx {{}}`, {other.name}"
+        ratios = [f"{label} {medians[this.format(label)][1] / medians[vs.format(label)][1]:.2f}x"
+                  for label, _ in commands]
+        print(f"\nmedian CPU, this checkout / {other.name}: {', '.join(ratios)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--shapes", help="benchmark gen_log.py's shapes instead: 'all' or a comma list")
     ap.add_argument("--startup", action="store_true", help="time a small log's status and explain instead")
+    ap.add_argument("--vs", metavar="CHECKOUT", help="with --startup: also time another checkout of logx")
     a = ap.parse_args(argv)
     if a.startup:
         startup_table(a)
