@@ -62,25 +62,35 @@ typedef struct {
     Py_ssize_t request_window;
 } TemplatesObject;
 
-/* A fast hash over 8-byte words (the key is verified with memcmp, so it only has to spread). */
+/* A fast hash over 8-byte words, the last one zero-padded, then the length (the key is
+ * verified with memcmp, so it only has to spread). ``line_template`` computes the same as it
+ * makes a line's template. */
+#define HASH_SEED 0x9E3779B97F4A7C15ULL
+#define HASH_MIX(h, w) ((h) = ((h) ^ (w)) * 0xFF51AFD7ED558CCDULL, (h) ^= (h) >> 32)
+
+static uint64_t
+hash_end(uint64_t h, Py_ssize_t len)
+{
+    h = (h ^ (uint64_t)len) * 0xC4CEB9FE1A85EC53ULL;
+    return h ^ (h >> 29);
+}
+
 static uint64_t
 hash_bytes(const unsigned char *p, Py_ssize_t len)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)len;
+    uint64_t h = HASH_SEED;
     Py_ssize_t i = 0;
     for (; i + 8 <= len; i += 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
-        h ^= h >> 32;
+        HASH_MIX(h, w);
     }
     if (i < len) {
         uint64_t w = 0;
         memcpy(&w, p + i, (size_t)(len - i));
-        h = (h ^ w) * 0xC4CEB9FE1A85EC53ULL;
-        h ^= h >> 29;
+        HASH_MIX(h, w);
     }
-    return h;
+    return hash_end(h, len);
 }
 
 static Entry *
@@ -322,36 +332,92 @@ translate(const char *line, Py_ssize_t len, unsigned char *out)
     }
 }
 
-/* ``translate`` and ``hash_bytes`` of its result in one pass, eight bytes at a time: a byte
- * '1'..'9' becomes '0' (SWAR: no branch per byte). The same hash as hash_bytes(out). */
-static uint64_t
-translate_hash(const char *line, Py_ssize_t len, unsigned char *out)
+/* The line at ``line`` (its end: the first newline before ``end``): its length (-1: no
+ * newline before ``end``), and when it is at most MAX_TEMPLATE bytes its template (every byte
+ * '1'..'9' made '0') in ``out`` (MAX_TEMPLATE + 16 bytes) and the template's ``hash_bytes``.
+ * One pass: each block of bytes is translated, hashed and searched for the newline together
+ * (sixteen bytes at a time with SSE2, which every x86-64 has; eight elsewhere), no branch per
+ * byte. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define BLOCK 16
+#else
+#define BLOCK 8
+#endif
+
+/* The low ``n`` (0..8) bytes of ``w`` (little-endian order: the first n bytes in memory). */
+static inline uint64_t
+low_bytes(uint64_t w, int n)
 {
-    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL, zeros = 0x30 * ones;
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)len;
+    return n >= 8 ? w : w & ((1ULL << (8 * n)) - 1);
+}
+
+static Py_ssize_t
+line_template(const char *line, const char *end, unsigned char *out, uint64_t *hash)
+{
+    uint64_t h = HASH_SEED;
     Py_ssize_t i = 0;
-    for (; i + 8 <= len; i += 8) {
+    for (;;) {
+        unsigned char tmp[BLOCK];
+        const char *src = line + i;
+        Py_ssize_t left = end - src;
+        if (left <= 0)
+            return -1;
+        if (left < BLOCK) { /* the block's last bytes: never read past its end */
+            memset(tmp, 0, BLOCK);
+            memcpy(tmp, src, (size_t)left);
+            src = (const char *)tmp;
+        }
+#if defined(__SSE2__)
+        __m128i v = _mm_loadu_si128((const __m128i *)src);
+        __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0')), _mm_cmplt_epi8(v, _mm_set1_epi8(':')));
+        v = _mm_andnot_si128(_mm_and_si128(digit, _mm_set1_epi8(0x0F)), v); /* '1'..'9' -> '0' */
+        unsigned bits = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')));
+        if (left < BLOCK)
+            bits &= (1u << left) - 1;
+        _mm_storeu_si128((__m128i *)(out + i), v);
+        uint64_t w0 = (uint64_t)_mm_cvtsi128_si64(v), w1 = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
+        if (bits) {
+            int k = __builtin_ctz(bits);
+            if (k > 0)
+                HASH_MIX(h, low_bytes(w0, k));
+            if (k > 8)
+                HASH_MIX(h, low_bytes(w1, k - 8));
+            *hash = hash_end(h, i + k);
+            return i + k;
+        }
+        HASH_MIX(h, w0);
+        HASH_MIX(h, w1);
+#else
+        const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL, zeros = 0x30 * ones;
         uint64_t w;
-        memcpy(&w, line + i, 8);
+        memcpy(&w, src, 8);
         uint64_t t = w ^ zeros;              /* a digit's byte is now 0..9 */
         uint64_t low = t & ~high;
         uint64_t nonzero = (low + 0x7F * ones) & high;  /* >= 1 */
         uint64_t ten_up = (low + 0x76 * ones) & high;   /* >= 10 */
         uint64_t digit = nonzero & ~ten_up & ~(t & high); /* '1'..'9' */
-        uint64_t mask = (digit >> 7) * 0xFF;
-        w = (w & ~mask) | (zeros & mask);
+        w = (w & ~((digit >> 7) * 0xFF)) | (zeros & ((digit >> 7) * 0xFF));
         memcpy(out + i, &w, 8);
-        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
-        h ^= h >> 32;
+        const char *nl = memchr(src, '\n', (size_t)(left < 8 ? left : 8));
+        if (nl != NULL) {
+            int k = (int)(nl - src);
+            if (k > 0) {
+                uint64_t part = 0;
+                memcpy(&part, out + i, (size_t)k);
+                HASH_MIX(h, part);
+            }
+            *hash = hash_end(h, i + k);
+            return i + k;
+        }
+        HASH_MIX(h, w);
+#endif
+        i += BLOCK;
+        if (i > MAX_TEMPLATE) { /* never a template: only its length */
+            const char *nl = memchr(line + i, '\n', (size_t)(end - line - i));
+            return nl == NULL ? -1 : nl - line;
+        }
     }
-    if (i < len) {
-        translate(line + i, len - i, out + i);
-        uint64_t w = 0;
-        memcpy(&w, out + i, (size_t)(len - i));
-        h = (h ^ w) * 0xC4CEB9FE1A85EC53ULL;
-        h ^= h >> 29;
-    }
-    return h;
 }
 
 static Entry *
@@ -435,16 +501,15 @@ Templates_scan(TemplatesObject *self, PyObject *args)
     Py_ssize_t first[CATEGORIES], last[CATEGORIES], first_at[CATEGORIES], last_at[CATEGORIES];
     for (int c = 0; c < CATEGORIES; c++)
         first[c] = last[c] = first_at[c] = last_at[c] = -1;
-    unsigned char buf[MAX_TEMPLATE];
+    unsigned char buf[MAX_TEMPLATE + BLOCK];
     while (pos < size) {
         const char *line = data + pos;
-        const char *nl = memchr(line, '\n', (size_t)(size - pos));
-        if (nl == NULL)
+        uint64_t hash = 0;
+        Py_ssize_t len = line_template(line, data + size, buf, &hash);
+        if (len < 0)
             break;
-        Py_ssize_t len = nl - line;
         int category = OTHER;
         if (len <= MAX_TEMPLATE) {
-            uint64_t hash = translate_hash(line, len, buf);
             Entry *e = self->capacity ? find_slot(self->slots, self->capacity, hash, buf, len) : NULL;
             if (e != NULL && e->template == NULL)
                 e = NULL;

@@ -287,10 +287,15 @@ def test_a_full_template_table_forgets_other_templates_and_stays_exact(native, m
 
 @needs_c_scan
 @settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=100).map(lambda b: b.replace(b"\n", b"")))
-def test_c_scan_finds_every_line_by_its_template(line):
-    """The scan makes a line's template and its hash eight bytes at a time: any bytes (high
-    ones, every digit, every length) find the template learned from ``bytes.translate``."""
+@given(st.binary(max_size=300).map(lambda b: b.replace(b"\n", b"")), st.binary(max_size=40))
+def test_c_scan_finds_every_line_by_its_template(line, after):
+    """The scan makes a line's template, its hash and its end in one pass, sixteen bytes at a
+    time: any bytes (high ones, every digit, every length, the line at the block's very end or
+    followed by more) find the template learned from ``bytes.translate``."""
     table = scan_table()
     table.add(line.translate(DIGITS), NOTE)
-    assert table.scan(line + b"\n", 0, ScanTemplates(), len(line) + 1)[6][0] == 1
+    block = line + b"\n" + after
+    end, lines, *places, _ = table.scan(block, 0, ScanTemplates(), len(block))
+    assert places[4][0] >= 1 and end >= len(line) + 1
+    assert table.scan(block, 0, ScanTemplates(), len(line) + 1)[:2] == (len(line) + 1, 1)
+    assert table.scan(block, 0, ScanTemplates(), len(line))[1] == 0  # its newline outside: not a line
