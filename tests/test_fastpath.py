@@ -299,3 +299,14 @@ def test_c_scan_finds_every_line_by_its_template(line, after):
     assert places[4][0] >= 1 and end >= len(line) + 1
     assert table.scan(block, 0, ScanTemplates(), len(line) + 1)[:2] == (len(line) + 1, 1)
     assert table.scan(block, 0, ScanTemplates(), len(line))[1] == 0  # its newline outside: not a line
+
+
+@needs_c_scan
+@pytest.mark.parametrize("size", [TEMPLATE_MAX_BYTES - 1, TEMPLATE_MAX_BYTES, TEMPLATE_MAX_BYTES + 1])
+def test_c_scan_counts_lines_up_to_the_template_cap(size):
+    line = (b"[2026-03-23 14:01:10] note 1234567890" * 40)[:size]
+    table = scan_table()
+    if size <= TEMPLATE_MAX_BYTES:
+        table.add(line.translate(DIGITS), NOTE)
+    block = line + b"\n" + line + b"\n"
+    assert table.scan(block, 0, ScanTemplates(), len(block))[1] == (2 if size <= TEMPLATE_MAX_BYTES else 0)
