@@ -61,8 +61,8 @@ def test_v1_capacity_is_recomputed_and_the_smaller_length_wins():
     assert led.fitting_len() == 77824
     fix = led.max_model_len_fix()
     assert "9.50 / 16.00 × 131072 = 77824 tokens fit (vLLM estimates 77824)" in fix
-    # util + (16 − 9.5) / 80 = 0.98125 -> above the cap: not suggested; fp8 doubles past 131072
-    assert "--gpu-memory-utilization" not in fix
+    # util + (16 − 9.5) / 80 = 0.98125 -> above the cap: no figure suggested; fp8 doubles past 131072
+    assert "`--gpu-memory-utilization 0." not in fix
     assert "`--kv-cache-dtype fp8` (half the bytes per token, about 155648 tokens) keeps 131072" in fix
 
 
@@ -103,7 +103,9 @@ def test_missing_figures_are_named_not_invented():
     led = VllmLedger()
     assert led.kv_arithmetic().startswith("The log does not show the budget")
     assert "Raise `--gpu-memory-utilization`" in led.kv_fix()
-    assert led.max_model_len_fix() == "Lower `--max-model-len` (the log does not show the KV cache's capacity)."
+    assert led.max_model_len_fix() == ("Lower `--max-model-len` (the log does not show the KV cache's capacity). Or"
+                                       " make room for more KV cache: a higher `--gpu-memory-utilization`, or"
+                                       " more GPUs (`--tensor-parallel-size`).")
     assert all(v is not None for k, v in led.facts().items() if k.startswith("vllm_"))
 
 

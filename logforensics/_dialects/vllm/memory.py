@@ -218,7 +218,7 @@ class VllmLedger:
         fit = self.fitting_len()
         asked = self.max_model_len
         if fit is None or fit <= 0:
-            return "Lower `--max-model-len` (the log does not show the KV cache's capacity)."
+            return "Lower `--max-model-len` (the log does not show the KV cache's capacity). " + self.more_kv_room()
         parts = []
         if self.needed_gib and self.available_gib is not None and asked:
             parts.append(f"one {asked}-token request needs {self.needed_gib:.2f} GiB of KV cache,"
@@ -243,7 +243,16 @@ class VllmLedger:
             extra.append(f"`--kv-cache-dtype fp8` doubles it to about {fit * 2}")
         if extra:
             text += "; or " + ", or ".join(extra)
-        return text + "."
+        return text + ". " + self.more_kv_room()
+
+    def more_kv_room(self) -> str:
+        """The ways to a bigger KV cache: a higher utilization only while the budget can grow
+        (0.34's extensible KV cache may already have taken all the memory: utilization 1.0)."""
+        gpus = "more GPUs (`--tensor-parallel-size`)"
+        if self.util is not None and self.util >= UTIL_CAP:
+            return (f"Or make room for more KV cache: {gpus}, or fewer or smaller CUDA-graph capture sizes"
+                    f" (the budget is already {self.util:.2f} of the GPU).")
+        return f"Or make room for more KV cache: a higher `--gpu-memory-utilization`, or {gpus}."
 
     def other_process_fix(self) -> str:
         if self.free_at_start_gib is None or self.total_gib is None:
