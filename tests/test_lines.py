@@ -285,7 +285,7 @@ WRAPPER_SHAPES = ("docker", "kubectl", "journald", "ts", "ray", "srun", "pdsh", 
                   "grepn", "grepfiles", "crlf", "ansi", "markdown")
 
 
-@pytest.mark.parametrize("release", ["sglang-0.5.23", "vllm-0.33.0"])
+@pytest.mark.parametrize("release", ["sglang-0.5.23", "vllm-0.34.0"])
 def test_a_log_through_any_wrapper_gets_the_answer_of_the_plain_log(release, tmp_path):
     """Logs the real releases printed, rewritten as docker compose, kubectl, journald, ts,
     Ray, srun, pdsh, mpirun, kubectl --prefix, cat -n, grep -n (over one file or several), a

@@ -189,6 +189,10 @@ class VllmLedger:
         """For "no room": the utilization that leaves MIN_KV_GIB for the KV cache, or why none can."""
         arithmetic = self.kv_arithmetic()
         util = self.util_for(MIN_KV_GIB)
+        if util is None and self.util is not None and self.util >= UTIL_CAP:
+            return (f"{arithmetic} The budget is already {self.util:.2f} of the GPU: make the rest smaller"
+                    f" (a quantized checkpoint or more GPUs for the weights, lower `--max-num-batched-tokens` /"
+                    f" `--max-num-seqs` for the activations, fewer or smaller CUDA-graph capture sizes).")
         if util is None:
             return f"{arithmetic} Raise `--gpu-memory-utilization` (the log lacks the figures to say how far)."
         if util <= UTIL_CAP and (self.util is None or util > self.util):
