@@ -211,8 +211,9 @@ class SiteIndex:
         message. ``cut``: the message may end early (it is also cut when it ends in ``...``)."""
         short = exc_type.rsplit(".", 1)[-1] if exc_type else None
         text = message.strip()
-        if short == "KeyError" and len(text) > 1 and text[0] in "'\"" and text[-1] == text[0]:
-            text = text[1:-1]  # str(KeyError(msg)) is repr(msg): the site's template has no quotes
+        if short == "KeyError" and len(text) > 1 and text[0] in "'\"" and (text[-1] == text[0] or cut):
+            # str(KeyError(msg)) is repr(msg): the site's template has no quotes (a cut one lost its end)
+            text = text[1:-1] if text[-1] == text[0] else text[1:]
         for tail in _CUT:
             if text.endswith(tail):
                 text, cut = text[: -len(tail)], True
@@ -338,12 +339,14 @@ def match_traceback(tb: Traceback, data: SiteData | None = None) -> SiteMatch | 
             and not _package_path(frame.file, index.data.package):
         return None  # raised in another package (torch, transformers, json): no site of this server raised it
     final = tb.final
-    first_line_cut = final.head_cut and "\n" in final.message  # the rest is not what follows it
-    return index.lookup(tb.exc_type, final.message.split("\n", 1)[0] if first_line_cut else final.message,
-                        file=frame.file if frame else None,
-                        function=frame.function if frame else None,
-                        source=frame.source if frame else None,
-                        cut=tb.may_be_cut or first_line_cut)
+    where = {"file": frame.file if frame else None, "function": frame.function if frame else None,
+             "source": frame.source if frame else None}
+    found = index.lookup(tb.exc_type, final.message, cut=tb.may_be_cut, **where)
+    if found is None and final.head_cut and "\n" in final.message:
+        # its first line ends at the paste's width: the rest was cut off (what follows is not it)
+        # rather than hard-wrapped onto the next lines (read above: whitespace is squashed)
+        found = index.lookup(tb.exc_type, final.message.split("\n", 1)[0], cut=True, **where)
+    return found
 
 
 def _shown_prefix(piece: str, rest: str) -> int:

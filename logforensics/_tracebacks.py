@@ -217,7 +217,8 @@ def _wraps(outer: ExceptionInfo, inner: ExceptionInfo) -> bool:
 class _Builder:
     """Mutable state of one traceback being read."""
 
-    __slots__ = ("tb", "phase", "current", "tail", "record_level", "widest", "at_widest", "wrapped")
+    __slots__ = ("tb", "phase", "current", "tail", "record_level", "widest", "at_widest", "wrapped",
+                 "frame_text")
 
     def __init__(self, line: LogLine, stream: str, head: bool, context: str = ""):
         self.tb = Traceback(stream=stream, tag=line.tag, wrapper=line.wrapper,
@@ -234,6 +235,7 @@ class _Builder:
         # terminal has its long lines all cut at the same width
         self.widest = self.at_widest = 0
         self.wrapped = ""  # the last line kept may have been hard-wrapped (see keep)
+        self.frame_text: str | None = None  # the last frame line, while it is the last line read
 
     # — evidence —
     def keep(self, line: LogLine) -> None:
@@ -267,6 +269,21 @@ class _Builder:
             exc.frames_elided += 1
             del exc.frames[MAX_FRAMES_KEPT]
             exc.frames.append(frame)
+
+    def join_wrapped(self, rest: str) -> None:
+        """``rest``, the part of the line above that a hard wrap put on its own line, joined
+        back: to the frame line (its file, number and function read again) or the source line."""
+        frames = self.current.frames
+        if not frames:
+            return
+        if self.frame_text is not None:
+            self.frame_text += rest
+            m = _FRAME.match(self.frame_text) or _CUT_FRAME.match(self.frame_text)
+            if m:
+                function = m.group(3).rstrip() if m.group(3) else None
+                frames[-1] = Frame(m.group(1), int(m.group(2)) if m.group(2) else None, function or None)
+        elif frames[-1].source is not None:
+            frames[-1].source += rest
 
     def new_segment(self, chain: str | None) -> None:
         if len(self.tb.exceptions) >= MAX_SEGMENTS:
@@ -453,6 +470,7 @@ class TracebackAssembler:
                   text: str | None = None) -> bool:
         """Try to add ``line`` to the traceback; False means the line is not part of it."""
         text = line.message if text is None else text
+        wrapped_frame, b.frame_text = b.frame_text, None  # the line above, if it was a frame line
         if kind is not None and kind in _ENDING_KINDS:
             return False
         if text[:3] in _FENCES:
@@ -489,6 +507,7 @@ class TracebackAssembler:
             b.phase = "frames"
             function = m.group(3).rstrip() if m.group(3) else None
             b.add_frame(Frame(m.group(1), int(m.group(2)) if m.group(2) else None, function or None))
+            b.frame_text = text
             return True
         m = _NATIVE_HEAD.search(text)
         if m:
@@ -533,7 +552,11 @@ class TracebackAssembler:
                 return True
             # a paste hard-wrapped at its width: the rest of the frame or source line above (after
             # a line only known as the widest, a fragment without spaces: "rained", "_")
-            return kind in PLAIN_KINDS and (b.wrapped == "paste" or (b.wrapped == "widest" and " " not in stripped))
+            if kind in PLAIN_KINDS and (b.wrapped == "paste" or (b.wrapped == "widest" and " " not in stripped)):
+                b.frame_text = wrapped_frame
+                b.join_wrapped(text)
+                return True
+            return False
         if b.phase == "message":
             if kind is not None and kind not in PLAIN_KINDS:
                 return False

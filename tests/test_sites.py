@@ -32,7 +32,7 @@ from logforensics._sites import (
     release_key,
     site_index,
 )
-from logforensics._tracebacks import Frame
+from logforensics._tracebacks import ExceptionInfo, Frame, Traceback
 
 RELEASES = ("0.4.6", "0.4.10", "0.5.3", "0.5.9", "0.5.15.post1", "0.5.23")
 PER_RELEASE = 20
@@ -128,6 +128,28 @@ def test_whitespace_and_wrapping_do_not_matter_and_cut_text_matches_as_prefix():
     assert cut.partial and 0.5 < cut.confidence < 0.9
     assert index.lookup("ValueError", "Speculative decoding requires topk 1 when the pages run out.") is None
     assert index.lookup("KeyError", "Speculative decoding requires topk 1 when the page size is 16.") is None
+
+
+def test_an_exception_line_at_the_paste_s_width_is_read_whole_then_cut(monkeypatch):
+    """An exception line as wide as the paste's widest lines may be hard-wrapped (its rest on
+    the next lines: the whole message matches) or cut (only its first line is the message's
+    start); a cut KeyError's message lost its closing quote."""
+    import logforensics._sites as sites
+
+    site = {**SPEC, "t": "KeyError", "re": r"invalid tool call parser: (?P<p>.*?) \(chose from \{ (?P<v>.*?) \}\)"}
+    data = sites._default_sites()
+    index = SiteIndex.from_records(["0.5.1", "0.5.2"], [site], data=data)
+    monkeypatch.setitem(sites._LOADED, data.index, index)
+    wrapped = "'invalid tool call parser: zz (chose from { hermes,ll\nama3_json,mistral })'"
+    tb = Traceback(stream="", tag="", wrapper="", first_line=1)
+    tb.exceptions.append(ExceptionInfo(type="KeyError", message=wrapped, head_cut=True,
+                                       frames=[Frame("/x/sglang/srt/server_args.py", 1, "ServerArgs.check")]))
+    found = match_traceback(tb, index.data)
+    assert found is not None and not found.partial
+    tb.final.message = "'invalid tool call parser: zz (chose from { hermes,ll\nThe server failed to start.'"
+    found = match_traceback(tb, index.data)
+    assert found is not None and found.partial
+    assert index.lookup("KeyError", "'invalid tool call parser: zz (chose from { herm", cut=True) is not None
 
 
 def test_the_raising_frame_breaks_ties_between_sites_with_one_template():

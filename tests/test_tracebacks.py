@@ -689,7 +689,8 @@ def test_a_headless_traceback_logged_line_by_line_keeps_its_frames():
 
 def test_a_frame_line_hard_wrapped_at_the_paste_width_stays_in_the_traceback():
     """A paste broken at its width puts the rest of a long frame line on the next line
-    ("rained", "_"): the traceback goes on, its exception is still the one at its end."""
+    ("rained", "_"): the traceback goes on, its exception is still the one at its end, and the
+    rest is joined back to the frame (its function is the one the frame line named)."""
     head = '  File "/usr/local/lib/python3.11/site-packages/transformers/models/auto/configuration_auto.py", '
     text = ("Traceback (most recent call last):\n"
             f"{head}line 1170, in from_pret\nrained\n"
@@ -699,6 +700,31 @@ def test_a_frame_line_hard_wrapped_at_the_paste_width_stays_in_the_traceback():
             "KeyError: 'mineru2_qwen'\n")
     tb = only(text)
     assert tb.exc_type == "KeyError" and len(tb.frames) == 2
+    assert [f.function for f in tb.frames] == ["from_pretrained", "__getitem__"]
+    assert tb.frames[0].source == "config_class = CONFIG_MAPPING[config_dict['model_type']]"
+
+
+def test_a_hard_wrap_inside_a_frame_s_path_or_its_source_is_joined_back():
+    """A paste hard-wrapped at its width (several lines end there): the rest of a frame line
+    wrapped inside its path, or of a source line, completes that line."""
+    site = "/usr/local/lib/python3.11/site-packages/vllm/entrypoints"
+    frames = [(f'  File "{site}/cli/serve.py", line 156, in cmd', "    uvloop.run(run_server(args))"),
+              (f'  File "{site}/launchers/launcher.py", line 370, in setup_server',
+               "    validate_api_server_args(args)"),
+              (f'  File "{site}/common/cli_args.py", line 620, in validate_api_server_args',
+               "    raise KeyError(f'invalid tool call parser: {args.tool_call_parser} (chose from {parsers})')")]
+    width = 64
+    before = [f"(APIServer pid=7) INFO 03-23 14:01:3{i} [utils.py:233] non-default args: {{'model': 'm{i}', "
+              "'enable_auto_tool_choice': True}" for i in range(3)]  # the paste's width shows
+    wrapped = [line[i : i + width] for line in [*before, "Traceback (most recent call last):",
+                                                *(line for pair in frames for line in pair)]
+               for i in range(0, len(line), width)]
+    text = "\n".join([*wrapped, "KeyError: 'invalid tool call parser: zz'"])
+    tb = only(text + "\n")
+    assert [(f.file.rsplit("/", 1)[-1], f.line, f.function) for f in tb.frames] == [
+        ("serve.py", 156, "cmd"), ("launcher.py", 370, "setup_server"),
+        ("cli_args.py", 620, "validate_api_server_args")]
+    assert [f.source for f in tb.frames] == [pair[1].strip() for pair in frames]
 
 
 def test_a_plain_line_after_the_widest_frame_still_ends_the_traceback():
