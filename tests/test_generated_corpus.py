@@ -1,4 +1,6 @@
-"""Logs printed by real server releases (``tools/gen_sglang_fixtures.py``, ``tools/gen_vllm_fixtures.py``), labelled.
+"""Logs printed by real server releases (``tools/gen_sglang_fixtures.py``, ``tools/gen_vllm_fixtures.py``), labelled,
+and ``generic-variants``: the generic families (torch, CUDA, NCCL, Triton, Python) in the wordings
+of the releases a user may run (torch 1.x-2.13, NCCL 2.14-2.27, Triton 2-3), labelled before logx read them.
 
 Unlike the hand-written fixtures, nobody chose these messages: they are what the release's own
 argument, config and tokenizer checks print on a CPU, so they test that the catalog and the
@@ -31,6 +33,10 @@ KNOWN_MISSES = {
     },
     # 0.5.9 (generated after the rules above; scored first with no change for it): the two tails as on 0.5.23
     "sglang-0.5.9-cut": {"json_model_override_args_invalid__tail5", "tokenizer_json_corrupt__tail5"},
+    # generic-variants (hand-written, labelled blind: torch/CUDA/NCCL/Triton/Python failures in the
+    # words of other releases): a tp 4 launch on fewer GPUs fails "invalid device ordinal", which
+    # sglang/topology.toml reads as a --base-gpu-id mistake though no --base-gpu-id was given
+    "generic-variants": {"invalid_device_ordinal_tp4"},
 }
 DIRECTORIES = sorted(p for p in GENERATED.iterdir() if (p / "labels.jsonl").is_file())
 
