@@ -533,6 +533,13 @@ class TracebackAssembler:
         if current.native and _NATIVE_FRAME.match(text):
             return True
         if b.phase == "frames":
+            if (wrapped_frame is not None and b.wrapped and not _FRAME.match(wrapped_frame)
+                    and _FRAME.match(wrapped_frame + text)):
+                # a wide frame line that stopped short, and this line completes it: a hard wrap
+                # before the paste's width shows (a rest with spaces: '.py", line 9, in f')
+                b.frame_text = wrapped_frame
+                b.join_wrapped(text)
+                return True
             if _CARET.match(text) or _REPEATED.match(text):
                 return True
             if _ELLIPSIS.match(text):

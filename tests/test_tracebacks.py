@@ -727,6 +727,21 @@ def test_a_hard_wrap_inside_a_frame_s_path_or_its_source_is_joined_back():
     assert [f.source for f in tb.frames] == [pair[1].strip() for pair in frames]
 
 
+def test_a_frame_line_wrapped_before_the_paste_s_width_shows_is_completed_by_its_rest():
+    """The first wide frame line of a paste (its width not shown yet) that stopped short, and a
+    next line that completes it ('.py", line 1360, in from_pretrained', spaces and all): one
+    frame, the traceback goes on."""
+    text = ("Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.12/dist-packages/transformers/models/auto/configuration_auto\n'
+            '.py", line 1360, in from_pretrained\n'
+            "    config_class = CONFIG_MAPPING[config_dict['model_type']]\n"
+            "KeyError: 'qwen4_moe'\n")
+    tb = only(text)
+    assert [(f.file.rsplit("/", 1)[-1], f.line, f.function) for f in tb.frames] == [
+        ("configuration_auto.py", 1360, "from_pretrained")]
+    assert tb.exc_type == "KeyError" and not tb.head_missing
+
+
 def test_a_plain_line_after_the_widest_frame_still_ends_the_traceback():
     """Only a fragment without spaces is taken for the rest of a wrapped line: a prompt printed
     between a frame and its source is not swallowed."""
