@@ -32,16 +32,21 @@ except ImportError:  # not built (no C compiler at install): the same scan runs 
     ScanTemplates = None
 
 # fast-path line categories (``FastPath.consume``); OTHER takes the full path
-OTHER, DECODE, PREFILL, ACCESS, REQUEST, BLANK, NOTE, WARN, SERVER_ERROR = range(9)
-CATEGORIES = 9
+OTHER, DECODE, PREFILL, ACCESS, REQUEST, BLANK, NOTE, WARN, SERVER_ERROR, ERROR_LINE = range(10)
+CATEGORIES = 10
 # the event kinds whose lines only count (``FastPath._inert`` checks each template): a plain
-# message, a warning
-NOTE_KINDS = {"line": NOTE, "warning": WARN}
+# message, a warning, a plain line that reports a failure (ERROR_LINE: only while a serving
+# line follows it, see ``SERVING``)
+NOTE_KINDS = {"line": NOTE, "warning": WARN, "error_line": ERROR_LINE}
 # the categories whose first line in a stretch is read too (a run's first batch, started_at …);
 # every category's last line is read
-FIRSTS = (DECODE, PREFILL, NOTE, WARN, SERVER_ERROR)
+FIRSTS = (DECODE, PREFILL, NOTE, WARN, SERVER_ERROR, ERROR_LINE)
 # the categories a C scan reports, in the order of its places
-SCANNED = (DECODE, PREFILL, ACCESS, REQUEST, NOTE, WARN, SERVER_ERROR)
+SCANNED = (DECODE, PREFILL, ACCESS, REQUEST, NOTE, WARN, SERVER_ERROR, ERROR_LINE)
+# the serving lines (``Run.last_serving_line``): an error line is counted only before one, since
+# the findings read the error lines after a run's last serving line (a plain error line may
+# name the cause of a run that then failed); those are read whole, in their turn
+SERVING = (DECODE, PREFILL, ACCESS)
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _STR_DIGITS = str.maketrans("123456789", "000000000")
 _ZEROS = repeat(OTHER)
@@ -190,7 +195,7 @@ class BulkStretch:
         def item(index: int, at: int, cat: int) -> StretchItem:
             return (number + index + 1, offset + at, block[at : block.index(b"\n", at)], cat)
 
-        present = [(cat, places) for cat, places in zip(SCANNED, scanned[2:9], strict=True) if places[0]]
+        present = [(cat, places) for cat, places in zip(SCANNED, scanned[2:-1], strict=True) if places[0]]
         if not present:
             return  # blank lines only
         if self.first is None:
@@ -288,7 +293,7 @@ class FastPath:
                 scanner = self.scanner  # read each time: a full template table is rebuilt
                 assert scanner is not None
                 scanned = scanner.scan(block, pos, heads, end, width)
-                series.add_buckets(scanned[9], width)
+                series.add_buckets(scanned[-1], width)
                 if scanned[1]:
                     bulk.add_scanned(block, number + i, offset, scanned)
                     pos, i = scanned[0], i + scanned[1]
@@ -336,6 +341,8 @@ class FastPath:
                     end = len(block) if j == n else pos + sum(map(len, tl[i:j])) + (j - i)
                     if ACCESS in cats[i:j] and self._read_statuses(block, tl, cats, i, j, pos):
                         continue  # a 5xx answer to a health check in it: the segment ends before
+                    if ERROR_LINE in cats[i:j] and self._hold_errors(cats, i, j):
+                        continue  # an error line no serving line follows: the segment ends before
                     bulk.add_segment(block, tl, cats, i, j, pos, end, number, offset)
                     self._series_of_segment(block, tl, cats, i, j, pos)
                     i, pos = j, end
@@ -394,7 +401,8 @@ class FastPath:
         access template must hold one ``protocol`` (``HTTP/``) and its status right after the dialect's ``status_mark``
         there (``" 000``), so the scan reads each line's status at that place: ACCESS below 500,
         SERVER_ERROR from 500, the full path for a 5xx answer to a health check. A note (a
-        plain message, a warning) must pass ``_inert``."""
+        plain message, a warning, a plain line that reports a failure) must pass ``_inert``; an
+        error line is counted only where a serving line follows it (``SERVING``)."""
         if len(data) > TEMPLATE_MAX_BYTES:
             return OTHER
         event = template_event(self.events, data)
@@ -410,11 +418,11 @@ class FastPath:
             return OTHER
         if cat == ACCESS:
             return self._learn_access(template, data, event)
-        if cat in (NOTE, WARN) and self._inert(template, t_event, event):
-            return cat
-        if cat in (OTHER, NOTE, WARN) and self._deferrable(event):
-            self.deferrable.add(template)
-        return OTHER if cat in (NOTE, WARN) else cat
+        if cat in (NOTE, WARN, ERROR_LINE):
+            if self._deferrable(event):  # (an error line the scan holds back is read in its turn)
+                self.deferrable.add(template)
+            return cat if self._inert(template, t_event, event) else OTHER
+        return cat
 
     def _learn_access(self, template: bytes, data: bytes, event: Event) -> int:
         """ACCESS when ``template`` has its status after the dialect's ``status_mark``, where
@@ -478,6 +486,19 @@ class FastPath:
                 return False
         return True
 
+    @staticmethod
+    def _hold_errors(cats: list, a: int, b: int) -> bool:
+        """Make the error lines of lines ``a``..``b-1`` that no serving line follows there OTHER
+        (read whole, in their turn), as the C scan does; True when there was one."""
+        held = False
+        k = b - 1
+        while k >= a and cats[k] not in SERVING:
+            if cats[k] == ERROR_LINE:
+                cats[k] = OTHER
+                held = True
+            k -= 1
+        return held
+
     def _read_statuses(self, block: bytes, tl: list, cats: list, a: int, b: int, pos: int) -> bool:
         """Read the status of each access line of lines ``a``..``b-1`` (the first at ``pos``),
         as the C scan does: a 5xx is SERVER_ERROR, to a health check OTHER (then True)."""
@@ -537,7 +558,7 @@ class FastPath:
         known = self.templates
         if len(known) < TEMPLATE_MAX_COUNT:
             return True
-        kept = {t: c for t, c in known.items() if c != OTHER}
+        kept = {t: c for t, c in known.items() if c not in (OTHER, ERROR_LINE)}  # error lines: often one-off ids
         known.clear()
         self.deferrable.clear()
         known.update(kept)

@@ -29,8 +29,9 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { OTHER = 0, DECODE = 1, PREFILL = 2, ACCESS = 3, REQUEST = 4, BLANK = 5, NOTE = 6, WARN = 7, SERVER_ERROR = 8 };
-#define CATEGORIES (SERVER_ERROR + 1)
+enum { OTHER = 0, DECODE = 1, PREFILL = 2, ACCESS = 3, REQUEST = 4, BLANK = 5, NOTE = 6, WARN = 7, SERVER_ERROR = 8,
+       ERROR_LINE = 9 };
+#define CATEGORIES (ERROR_LINE + 1)
 
 #define MAX_TEMPLATE 1024 /* _fastpath.TEMPLATE_MAX_BYTES: longer lines are never statistics */
 #define TIME_PARTS 6      /* serving.TIME_PARTS: year (length 0: not printed), month, day, h, m, s */
@@ -200,8 +201,9 @@ Templates_add(TemplatesObject *self, PyObject *args)
     Py_ssize_t status_at = -1;
     if (!PyArg_ParseTuple(args, "Si|O!np:add", &template, &category, &PyTuple_Type, &layout, &status_at, &health))
         return NULL;
-    if (category < OTHER || category > WARN) {
-        PyErr_SetString(PyExc_ValueError, "category must be OTHER, DECODE, PREFILL, ACCESS, REQUEST, BLANK, NOTE or WARN");
+    if (category < OTHER || (category > WARN && category != ERROR_LINE)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "category must be OTHER, DECODE, PREFILL, ACCESS, REQUEST, BLANK, NOTE, WARN or ERROR_LINE");
         return NULL;
     }
     if (PyBytes_GET_SIZE(template) > MAX_TEMPLATE) {
@@ -466,9 +468,9 @@ is_request_line(TemplatesObject *self, const char *line, Py_ssize_t len, Templat
 }
 
 /* scan(block, pos, heads, end, width=0)
- *     -> (end, lines, decode, prefill, access, request, note, warn, server_error, buckets)
+ *     -> (end, lines, decode, prefill, access, request, note, warn, server_error, error_line, buckets)
  * Consumes the lines of block[pos:end] while each is a statistics line: its template is a learned DECODE, PREFILL,
- * ACCESS, NOTE, WARN or BLANK one, or it is a request-log line by ``heads``. ``end`` is the offset
+ * ACCESS, NOTE, WARN, ERROR_LINE (while a serving line follows it) or BLANK one, or it is a request-log line by ``heads``. ``end`` is the offset
  * of the first line not consumed (``len(block)`` when all were), ``lines`` how many were. Each
  * category gives (count, first_index, first_offset, last_index, last_offset): indexes count
  * lines from ``pos``, offsets are byte offsets of line starts in ``block``; -1 when the
@@ -501,6 +503,15 @@ Templates_scan(TemplatesObject *self, PyObject *args)
     Py_ssize_t first[CATEGORIES], last[CATEGORIES], first_at[CATEGORIES], last_at[CATEGORIES];
     for (int c = 0; c < CATEGORIES; c++)
         first[c] = last[c] = first_at[c] = last_at[c] = -1;
+    /* An error line is counted only when a serving line (a batch, an access line below 500)
+     * follows it in the scan: from it the scan holds what it had counted before it, and goes
+     * back there at a second one or at its end, so that the caller reads that line whole (the
+     * error lines after a run's last serving line may name its cause). */
+    struct {
+        Py_ssize_t pos, lines, counts[CATEGORIES], first[CATEGORIES], first_at[CATEGORIES], last[CATEGORIES],
+            last_at[CATEGORIES];
+    } held;
+    int holding = 0;
     unsigned char buf[MAX_TEMPLATE + BLOCK];
     while (pos < size) {
         const char *line = data + pos;
@@ -546,6 +557,20 @@ Templates_scan(TemplatesObject *self, PyObject *args)
                 break;
             category = REQUEST;
         }
+        if (category == ERROR_LINE) {
+            if (holding)
+                break; /* a second one before a serving line: back to the first */
+            held.pos = pos;
+            held.lines = lines;
+            memcpy(held.counts, counts, sizeof(counts));
+            memcpy(held.first, first, sizeof(first));
+            memcpy(held.first_at, first_at, sizeof(first_at));
+            memcpy(held.last, last, sizeof(last));
+            memcpy(held.last_at, last_at, sizeof(last_at));
+            holding = 1;
+        } else if (category == DECODE || category == PREFILL || category == ACCESS) {
+            holding = 0;
+        }
         counts[category]++;
         if (first[category] < 0) {
             first[category] = lines;
@@ -556,15 +581,24 @@ Templates_scan(TemplatesObject *self, PyObject *args)
         lines++;
         pos += len + 1;
     }
+    if (holding) { /* (no decode line since: the buckets are as they were) */
+        pos = held.pos;
+        lines = held.lines;
+        memcpy(counts, held.counts, sizeof(counts));
+        memcpy(first, held.first, sizeof(first));
+        memcpy(first_at, held.first_at, sizeof(first_at));
+        memcpy(last, held.last, sizeof(last));
+        memcpy(last_at, held.last_at, sizeof(last_at));
+    }
     PyBuffer_Release(&view);
     if (agg[0] && flush_bucket(buckets, key, agg) < 0) {
         Py_DECREF(buckets);
         return NULL;
     }
 #define PLACES(c) counts[c], first[c], first_at[c], last[c], last_at[c]
-    return Py_BuildValue("(nn(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)N)", pos, lines, PLACES(DECODE),
-                         PLACES(PREFILL), PLACES(ACCESS), PLACES(REQUEST), PLACES(NOTE), PLACES(WARN),
-                         PLACES(SERVER_ERROR), buckets);
+    return Py_BuildValue("(nn(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)N)", pos, lines,
+                         PLACES(DECODE), PLACES(PREFILL), PLACES(ACCESS), PLACES(REQUEST), PLACES(NOTE), PLACES(WARN),
+                         PLACES(SERVER_ERROR), PLACES(ERROR_LINE), buckets);
 #undef PLACES
 fail:
     PyBuffer_Release(&view);
@@ -580,7 +614,7 @@ static PyMethodDef Templates_methods[] = {
      "health check's."},
     {"scan", (PyCFunction)Templates_scan, METH_VARARGS,
      "scan(block, pos, heads, end, width=0) -> (end, lines, decode, prefill, access, request, note, warn, "
-     "server_error, buckets): consume the statistics lines of block[pos:end] (request-log lines by the "
+     "server_error, error_line, buckets): consume the statistics lines of block[pos:end] (request-log lines by the "
      "templates of their heads in heads); each category is (count, first_index, first_offset, last_index, "
      "last_offset); buckets: the decode lines' figures summed per bucket of width seconds."},
     {NULL, NULL, 0, NULL},
@@ -622,6 +656,7 @@ PyInit__scan(void)
             || PyModule_AddIntConstant(module, "NOTE", NOTE) < 0
             || PyModule_AddIntConstant(module, "WARN", WARN) < 0
             || PyModule_AddIntConstant(module, "SERVER_ERROR", SERVER_ERROR) < 0
+            || PyModule_AddIntConstant(module, "ERROR_LINE", ERROR_LINE) < 0
             || PyModule_AddIntConstant(module, "MAX_TEMPLATE", MAX_TEMPLATE) < 0
             || PyModule_AddIntConstant(module, "TIME_PARTS", TIME_PARTS) < 0
             || PyModule_AddIntConstant(module, "FIGURES", FIGURES) < 0

@@ -2,8 +2,8 @@
 
 # A category's places in a scan: (count, first_index, first_offset, last_index, last_offset), -1 when absent.
 Places = tuple[int, int, int, int, int]
-# (end, lines, decode, prefill, access, request, note, warn, server_error, buckets)
-Scanned = tuple[int, int, Places, Places, Places, Places, Places, Places, Places, list[tuple[int, ...]]]
+# (end, lines, decode, prefill, access, request, note, warn, server_error, error_line, buckets)
+Scanned = tuple[int, int, Places, Places, Places, Places, Places, Places, Places, Places, list[tuple[int, ...]]]
 
 DECODE: int
 PREFILL: int
@@ -13,6 +13,7 @@ BLANK: int
 NOTE: int
 WARN: int
 SERVER_ERROR: int
+ERROR_LINE: int
 MAX_TEMPLATE: int
 TIME_PARTS: int
 FIGURES: int

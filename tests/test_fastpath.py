@@ -18,6 +18,7 @@ from logforensics._fastpath import (
     ACCESS,
     BLANK,
     DECODE,
+    ERROR_LINE,
     NOTE,
     OTHER,
     PREFILL,
@@ -81,6 +82,9 @@ LINES = [
     "[2026-03-23 14:01:10] WARNING:  Invalid HTTP request received.",
     "[2026-03-23 14:01:10] The input (len=40123) is longer than the model's context length (32768).",
     "[2026-03-23 14:01:10] Abort request 9f3c0a: the client disconnected.",
+    # a plain error line a site knows: a cause only after the run's last serving line
+    "[2026-03-23 14:01:10 TP0] Failed to get prefill server info: 503, Service Unavailable",
+    "[2026-03-23 14:01:10] Received sigquit from a child process. It usually means the child failed.",
     "[2026-03-23 14:01:11 TP0] Compiling JIT kernels for the first request (ninja)",
     "[2026-03-23 14:01:11 TP0] Health check failed. Server couldn't get a response from detokenizer.",
     '[2026-03-23 14:01:12] INFO:     10.0.3.17:51234 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request',
@@ -143,7 +147,8 @@ def test_c_scan_categories_match_the_python_ones():
     from logforensics import _scan
 
     assert (_scan.DECODE, _scan.PREFILL, _scan.ACCESS, _scan.REQUEST, _scan.BLANK, _scan.NOTE, _scan.WARN,
-            _scan.SERVER_ERROR) == (DECODE, PREFILL, ACCESS, REQUEST, BLANK, NOTE, WARN, SERVER_ERROR)
+            _scan.SERVER_ERROR, _scan.ERROR_LINE) == (DECODE, PREFILL, ACCESS, REQUEST, BLANK, NOTE, WARN, SERVER_ERROR,
+                                                      ERROR_LINE)
     assert _scan.MAX_TEMPLATE == TEMPLATE_MAX_BYTES
 
 
@@ -155,12 +160,12 @@ def test_c_scan_stops_at_the_first_line_it_does_not_know():
     table.add(access, ACCESS, (), access.index(b"000 OK"), True)  # a health check's
     block = (b'[1] Decode batch 42\n[2] "GET /health HTTP/1.1" 200 OK\n[3] Decode batch 17\n'
              b'[4] "GET /health HTTP/1.1" 500 OK\n')
-    end, lines, decode, prefill, access_places, request, note, warn, errors, buckets = \
+    end, lines, decode, prefill, access_places, request, note, warn, errors, error_lines, buckets = \
         table.scan(block, 0, heads, len(block))
     assert block[end:].startswith(b'[4] "GET') and lines == 3 and buckets == []  # no layout: no series
     at = block.index(b"[2]")
     assert decode == (2, 0, 0, 2, block.index(b"[3]")) and access_places == (1, 1, at, 1, at)
-    assert prefill == request == note == warn == errors == (0, -1, -1, -1, -1)
+    assert prefill == request == note == warn == errors == error_lines == (0, -1, -1, -1, -1)
     assert table.scan(block, end, heads, len(block))[1] == 0  # a 5xx answer to a health check is read
     assert table.scan(b"[1] Decode batch 4", 0, heads, 18)[1] == 0  # no newline: not a complete line
     assert table.scan(b"x" * 2000 + b"\n", 0, heads, 2001)[1] == 0  # over the template cap, not a request line
@@ -170,7 +175,24 @@ def test_c_scan_stops_at_the_first_line_it_does_not_know():
         table.scan(block, 0, heads, len(block) + 1)
     assert table.scan(block, 0, heads, block.index(b"[2]"))[:2] == (block.index(b"[2]"), 1)  # stops at end
     with pytest.raises(ValueError):
-        table.add(b"x", 9)
+        table.add(b"x", 10)
+
+
+@needs_c_scan
+def test_c_scan_counts_an_error_line_only_where_a_serving_line_follows_it():
+    table, heads = scan_table(), ScanTemplates()
+    table.add(b"[0] Decode batch 00", DECODE)
+    table.add(b"[0] Failed: 000", ERROR_LINE)
+    table.add(b"[0] note", NOTE)
+    block = b"[1] Failed: 503\n[2] Decode batch 42\n[3] Failed: 502\n[4] note\n[5] Failed: 504\n[6] Decode batch 70\n"
+    end, lines, decode, *_, error_lines, _ = table.scan(block, 0, heads, len(block))
+    assert (end, lines) == (block.index(b"[3]"), 2) and error_lines == (1, 0, 0, 0, 0)  # back to the first held
+    assert table.scan(block, end, heads, len(block))[1] == 0  # a second one before a batch: the first is read
+    rest = block.index(b"[4]")
+    end, lines, *_, note, _warn, _errors, error_lines, _ = table.scan(block, rest, heads, len(block))
+    assert (end, lines) == (len(block), 3) and note[0] == 1 and error_lines == (1, 1, block.index(b"[5]"), 1,
+                                                                                block.index(b"[5]"))
+    assert table.scan(block, rest, heads, block.index(b"[6]"))[:2] == (block.index(b"[5]"), 1)  # none after it
 
 
 @needs_c_scan
@@ -196,7 +218,7 @@ def test_c_scan_sums_every_decode_line_per_time_bucket_at_its_templates_layout()
     # (key, lines, then count, sum, max of each figure in thousandths; -1: none)
     assert buckets == [(at // 4, 2, 2, 23000, 12250, 2, 12000, 9000, 2, 1200, 700, 0, 0, -1),
                        ((at + 3) // 4, 1, 1, 20000, 20000, 1, 1000, 1000, 1, 900, 900, 0, 0, -1)]
-    assert table.scan(block, 0, heads, len(block))[9] == []  # width 0: counted, not summed
+    assert table.scan(block, 0, heads, len(block))[-1] == []  # width 0: counted, not summed
     with pytest.raises(ValueError):
         table.add(t, DECODE, ((0, 1),))  # a layout has a span for every time part and figure
     with pytest.raises(ValueError):
@@ -271,6 +293,23 @@ def test_c_scan_never_crashes_and_its_counts_add_up(block, pos, templates, width
     assert end == pos or block[end - 1 : end] == b"\n"
     assert sum(p[0] for p in places) <= lines
     assert sum(b[1] for b in buckets) <= places[0][0]  # decode lines only
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])
+def test_error_lines_are_counted_only_where_a_serving_line_follows(native):
+    """A plain error line a site knows is a cause only after the run's last serving line: the
+    ones a batch follows are counted, the ones after the last batch are read, every one."""
+    decode = LINES[3]
+    errors = [f"[2026-03-23 14:01:10 TP0] Failed to get prefill server info: {code}, Service Unavailable"
+              for code in (502, 503, 504)]
+    served = log_bytes(*LINES[:3], *[decode] * 5, *errors, *[decode] * 5)
+    analyzer = fast(served, 4096, native)
+    assert analyzer.report("x").to_json() == slow(served).report("x").to_json()
+    assert analyzer.fast.templates[errors[0].encode().translate(DIGITS)] == ERROR_LINE
+    failed = log_bytes(*LINES[:3], *[decode] * 5, *errors, LINES[10])
+    report = fast(failed, 4096, native).report("x")
+    assert report.to_json() == slow(failed).report("x").to_json()
+    assert [f.occurrences for f in report.findings if f.id == "pd_kv_transfer_failed"] == [3]
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])
