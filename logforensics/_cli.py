@@ -38,6 +38,8 @@ from ._errors import (
 if TYPE_CHECKING:
     from ._analysis import Options
     from ._catalog import Catalog
+    from ._incident import Incident
+    from ._report import Report
 
 HELP = ("Read LLM inference-server logs (SGLang first): what the run reached, what broke, why, "
         "and which flag to change.")
@@ -163,8 +165,7 @@ def explain_cmd(
     """Explain a log: the run's phase, the root cause with evidence, and the fix. The node logs
     of one multi-node launch (or a directory of them) are explained together: which node failed
     first, and which failures elsewhere followed from it."""
-    from ._analysis import Options
-    from ._incident import explain_deployments
+    from ._analysis import Options, explain_many
     from ._report import unreadable_json
     from ._sources import expand_inputs
 
@@ -174,8 +175,15 @@ def explain_cmd(
     if status_only:
         return _status(logs, options, catalog, as_json, width)
     paths = expand_inputs(logs)
-    explained = explain_deployments(paths, jobs, options=options, catalog=catalog, names=paths,
-                                    separate=separate)
+    items: list[tuple[Incident, list[Report]] | Report | Exception]
+    if separate or len(paths) < 2:  # no node logs to put together: the incident module is not imported
+        files: list[str | os.PathLike] = list(paths)
+        items, names = explain_many(files, jobs, options=options, catalog=catalog, names=paths), paths
+    else:
+        from ._incident import explain_deployments
+
+        explained = explain_deployments(paths, jobs, options=options, catalog=catalog, names=paths)
+        items, names = explained.items, explained.names
     payloads: list[dict] = []
     worst = EXIT_OK
     if not as_json:  # rich and the renderers only for text: --json starts faster without them
@@ -183,7 +191,7 @@ def explain_cmd(
         from ._render.report import render
 
         console = make_console(width)
-    for name, item in zip(explained.names, explained.items, strict=True):
+    for name, item in zip(names, items, strict=True):
         if isinstance(item, RunNotFoundError):
             raise UsageError(str(item)) from None
         if isinstance(item, Exception):
@@ -202,7 +210,7 @@ def explain_cmd(
                 payloads.append(item.to_json())
         if as_json:
             continue
-        if len(explained.items) > 1 and item is not explained.items[0]:
+        if len(items) > 1 and item is not items[0]:
             console.print()
         if isinstance(item, tuple):
             render_incident(*item, console)

@@ -15,9 +15,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from . import _sites
 from ._catalog import Catalog, MatchSpec, Pattern, RegexGuard, timed_fullmatch, timed_search
 from ._conditions import CONDITIONS, Evidence
 from ._dialects import PHASE_RANK
@@ -28,6 +27,9 @@ from ._matching import required_literals, search, search_message
 from ._runs import Run, phase_from_frames
 from ._sources import RawLine
 from ._tracebacks import ExceptionInfo, Traceback, is_caret_line
+
+if TYPE_CHECKING:
+    from . import _sites
 
 MAX_EVIDENCE = 8
 MAX_UNCLAIMED_LINES = 32  # error lines per run kept for the site index (the last ones)
@@ -335,6 +337,8 @@ class Matcher:
         frame = tb.raising_frame
         where = "unknown location" if frame is None else frame.file + (f":{frame.line}" if frame.line else "") \
             + (f" in {frame.function}" if frame.function else "")  # a frame line cut at the screen edge has neither
+        from . import _sites
+
         server = run.dialect
         package = _sites.frame_package(frame.file if frame else None,
                                        server.sites.package if server.sites else server.name)
@@ -470,6 +474,8 @@ def site_hit(tb: Traceback, run: Run, hints: set[str]) -> Hit | None:
     data = run.dialect.sites
     if not tb.exc_type or data is None:
         return None
+    from . import _sites
+
     found = _sites.match_traceback(tb, data)
     made = _site_pattern(found, run, hints, tb.exc_type, tb.message)
     if made is None or found is None:
@@ -482,6 +488,8 @@ def home_hit(tb: Traceback, run: Run) -> Hit | None:
     """An exception the server's own code raised with no site of its own (an ``AttributeError``
     on a malformed config): the category of the module it was raised in (the dialect's
     categories, the rules that read only the file and function)."""
+    from . import _sites
+
     data = run.dialect.sites
     home = _sites.home_category(tb.frames, data) if tb.exc_type and data else None
     if home is None:
@@ -517,6 +525,8 @@ def site_line_hit(event: Event, run: Run, hints: set[str]) -> Hit | None:
     after = [e.number for e in run.endings] + [tb.first_line for tb in run.tracebacks]
     if not any(n >= line for n in after) and not (not run.ready and run.last_line - line <= TAIL_OF_RUN):
         return None
+    from . import _sites
+
     message = event.line.message
     found = _sites.site_index(data).lookup(None, message, cut=event.line.truncated or not event.line.eol)
     if found is None or found.site.kind == "log.warning":
@@ -539,6 +549,8 @@ def _site_pattern(found: _sites.SiteMatch | None, run: Run, hints: set[str], exc
     data = run.dialect.sites
     if found is None or data is None or found.confidence < MIN_SITE_CONFIDENCE:
         return None
+    from . import _sites
+
     category = _sites.category_of(found.site, data)
     if category is None:
         return None

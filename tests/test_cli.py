@@ -254,7 +254,7 @@ def test_shell_completion_offers_subcommands(shell, env):
 
 def _modules_after(*argvs: list[str]) -> tuple[bytes, list[str]]:
     """What ``logx ARGV`` prints, each in turn in one fresh process, and the modules of typer,
-    rich and logx's text renderers that were imported by then."""
+    rich, logx's text renderers and its deployment merge that were imported by then."""
     probe = (
         "import sys\n"
         "from logforensics._cli import main\n"
@@ -265,7 +265,8 @@ def _modules_after(*argvs: list[str]) -> tuple[bytes, list[str]]:
         "    except SystemExit:\n"
         "        pass\n"
         "print(sorted({m.split('.')[0] if not m.startswith('logforensics') else m for m in sys.modules\n"
-        "              if m.startswith(('logforensics._render', 'rich', 'typer'))}), file=sys.stderr)\n"
+        "              if m.startswith(('logforensics._render', 'logforensics._incident', 'rich', 'typer'))}),\n"
+        "      file=sys.stderr)\n"
     )
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60)
     return res.stdout, ast.literal_eval(res.stderr.decode().strip().splitlines()[-1])
@@ -273,7 +274,8 @@ def _modules_after(*argvs: list[str]) -> tuple[bytes, list[str]]:
 
 def test_json_commands_import_neither_typer_nor_a_text_renderer():
     """Start-up: ``explain --json`` and ``status --json`` are read without typer, and print no
-    text: neither typer nor ``render/`` nor rich is imported."""
+    text: neither typer nor ``render/`` nor rich is imported (nor, for one file, the merge of a
+    deployment's node logs)."""
     out, modules = _modules_after(["explain", "--json", str(SEED)], ["status", "--json", "--since", "1h", str(HEALTHY)])
     assert b'"schema": "logx.report/1"' in out and b'"schema": "logx.status/1"' in out
     assert modules == []
