@@ -134,27 +134,26 @@ def shapes_table(workdir: Path, a: argparse.Namespace) -> None:
 
 def startup_table(a: argparse.Namespace) -> None:
     """A small log's cost, start-up included: ``logx status`` and ``logx explain`` (JSON and
-    text, the fixtures' healthy TP1 log) beside an interpreter that does nothing; with
-    ``--vs CHECKOUT`` the same commands of another checkout of logx (``python -m logforensics``
-    with CHECKOUT first on the path), interleaved, and the ratio of the medians."""
+    text, the fixtures' healthy TP1 log) beside an interpreter that does nothing. With ``--vs
+    CHECKOUT``, the same commands of this checkout and of CHECKOUT (another commit's worktree),
+    each run alike as ``python -P -m logforensics`` with the checkout on ``PYTHONPATH``,
+    interleaved, and the ratio of their median CPU times."""
     log = HERE.parent / "fixtures" / "none__healthy_tp1.log"
-    logx = logx_command()
-    # As an install leaves it (pip byte-compiles the wheel): without .pyc files (an editable
-    # checkout under PYTHONDONTWRITEBYTECODE) every run would compile logx's source anew.
-    import logforensics
-    compileall.compile_dir(Path(logforensics.__file__).parent, quiet=1)
     commands = [("status --json", ["status", "--json"]), ("status", ["status"]),
                 ("explain --json", ["explain", "--json"]), ("explain", ["explain"])]
     cache = tempfile.mkdtemp(prefix="logx-bench-cache-")  # each checkout's own, warmed by a first run
     rows: list[tuple[str, list[str], dict[str, str]]] = [("`python -c pass`", [sys.executable, "-c", "pass"], {})]
-    rows += [(f"`logx {label}` (small log)", logx + args + [str(log)], {"XDG_CACHE_HOME": f"{cache}/this"})
-             for label, args in commands]
-    if a.vs:
-        other = Path(a.vs).resolve()
-        compileall.compile_dir(other / "logforensics", quiet=1)
-        env = {"PYTHONPATH": str(other), "XDG_CACHE_HOME": f"{cache}/vs"}
-        rows += [(f"`logx {label}`, {other.name}", [sys.executable, "-m", "logforensics", *args, str(log)], env)
-                 for label, args in commands]
+    checkouts = [HERE.parent] + ([Path(a.vs).resolve()] if a.vs else [])
+    for root in checkouts:
+        # As an install leaves it (pip byte-compiles the wheel): without .pyc files (an editable
+        # checkout under PYTHONDONTWRITEBYTECODE) every run would compile logx's source anew.
+        compileall.compile_dir(root / "logforensics", quiet=1)
+        if a.vs:
+            logx = [sys.executable, "-P", "-m", "logforensics"]
+            env = {"PYTHONPATH": str(root), "XDG_CACHE_HOME": f"{cache}/{root.name}"}
+        else:
+            logx, env = logx_command(), {"XDG_CACHE_HOME": cache}
+        rows += [(f"`logx {label}`, {root.name}", logx + args + [str(log)], env) for label, args in commands]
     for _label, cmd, env in rows:
         measure(cmd, 1, env)  # the disk cache filled, the files in the page cache
     times: dict[str, list[tuple[float, int, int, float]]] = {label: [] for label, _, _ in rows}
@@ -162,21 +161,21 @@ def startup_table(a: argparse.Namespace) -> None:
         for label, cmd, env in rows:
             times[label].append(measure(cmd, 1, env))
     shutil.rmtree(cache, ignore_errors=True)
-    print(f"\n{machine()}; {a.repeat} runs each, interleaved\n")
+    print(f"\n{machine()}; {a.repeat} runs each, interleaved; the small log\n")
     print("| command | best (ms) | median (ms) | median CPU (ms) | peak RSS (MB) |")
     print("|---|---:|---:|---:|---:|")
-    medians = {}
+    cpu_median = {}
     for label, _, _ in rows:
         runs = sorted(times[label])
         cpu = sorted(r[3] for r in runs)
-        medians[label] = (runs[len(runs) // 2][0], cpu[len(cpu) // 2])
-        print(f"| {label} | {runs[0][0] * 1e3:.0f} | {medians[label][0] * 1e3:.0f} | "
-              f"{medians[label][1] * 1e3:.0f} | {runs[0][1] / 1024:.0f} |")
+        cpu_median[label] = cpu[len(cpu) // 2]
+        print(f"| {label} | {runs[0][0] * 1e3:.0f} | {runs[len(runs) // 2][0] * 1e3:.0f} | "
+              f"{cpu_median[label] * 1e3:.0f} | {runs[0][1] / 1024:.0f} |")
     if a.vs:
-        this, vs = "`logx {}` (small log)", f"`logx {{}}`, {other.name}"
-        ratios = [f"{label} {medians[this.format(label)][1] / medians[vs.format(label)][1]:.2f}x"
+        this, other = (f"`logx {{}}`, {root.name}" for root in checkouts)
+        ratios = [f"{label} {cpu_median[this.format(label)] / cpu_median[other.format(label)]:.2f}x"
                   for label, _ in commands]
-        print(f"\nmedian CPU, this checkout / {other.name}: {', '.join(ratios)}")
+        print(f"\nmedian CPU, {checkouts[0].name} / {checkouts[1].name}: {', '.join(ratios)}")
 
 
 def main(argv: list[str] | None = None) -> int:
