@@ -15,7 +15,7 @@ the modules behind it may change.
 import importlib as _importlib
 import typing as _typing
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 # The names are imported on first use (PEP 562), so that the command line can turn the disk
 # cache on before the library reads its data, and a command imports only the modules it needs.

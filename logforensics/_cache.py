@@ -4,9 +4,10 @@ requires (parsing ~80 regex trees: ~30 ms). A command on a small log paid both b
 a line. The command line turns it on (``enable()``); the library writes nothing unless asked.
 
 One ``marshal`` file per kind under ``$XDG_CACHE_HOME/logx`` (``~/.cache/logx``), named with
-logx's version; an entry of a file is keyed by its path and a digest of its bytes, so an edited
-pattern file is parsed again. Anything wrong with the cache (unwritable, corrupt, a value marshal cannot
-hold) only costs the time it would have saved. ``LOGX_NO_CACHE=1`` turns it off."""
+logx's version and a digest of where it is installed; an entry of a file is keyed by its path
+and a digest of its bytes, so an edited pattern file is parsed again. Anything wrong with the
+cache (unwritable, corrupt, a value marshal cannot hold) only costs the time it would have
+saved. ``LOGX_NO_CACHE=1`` turns it off."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import __version__
+from ._version import __version__
 
 try:  # hashlib's own blake2b; hashlib itself loads OpenSSL first (~2 ms of every start)
     from _blake2 import blake2b
@@ -49,11 +50,19 @@ def disable() -> None:
     _stores.clear()
 
 
+def store_name(kind: str) -> str:
+    """The file of one kind: logx's version and where this copy of logx is installed (entries
+    are keyed by path, so two checkouts or venvs of one version would share, double and race
+    over one file)."""
+    home = blake2b(os.path.dirname(os.path.abspath(__file__)).encode(), digest_size=4).hexdigest()
+    return f"{kind}-{__version__}-{home}.marshal"
+
+
 class _Store:
     """One kind's entries, read at first use and written back at exit when something was added."""
 
     def __init__(self, kind: str) -> None:
-        self.path = cache_dir() / f"{kind}-{__version__}.marshal"
+        self.path = cache_dir() / store_name(kind)
         self.entries: dict[Any, Any] = {}
         self.dirty = False
         with contextlib.suppress(OSError, EOFError, ValueError, TypeError):

@@ -23,7 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, get_args, get_origin
 
-from . import __version__, _cache
+from . import _cache
 from ._errors import (
     EXIT_FAILURE,
     EXIT_INCONCLUSIVE,
@@ -34,6 +34,7 @@ from ._errors import (
     RunNotFoundError,
     SourceError,
 )
+from ._version import __version__
 
 if TYPE_CHECKING:
     from ._analysis import Options

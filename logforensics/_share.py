@@ -23,7 +23,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import __version__
 from ._analysis import Options, explain
 from ._catalog import Catalog, load_catalog
 from ._lines import visible_text
@@ -34,6 +33,7 @@ from ._render.memory import ledger_lines, ledger_table
 from ._render.report import phase_timeline, shown_args
 from ._report import Report
 from ._runs import Run
+from ._version import __version__
 
 SCHEMA = "logx.share/1"
 MAX_OUTPUT_LINES = 120  # the whole Markdown excerpt; a bug report is read, not scrolled

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__
 from ._analysis import Options, explain
 from ._catalog import Catalog, load_catalog
 from ._redact import Redactor
 from ._scoring import HEALTHY, LABELS, LabelError, Score, answer_of, answered_by, load_labels, score_directory
 from ._share import build_share, read_lines, rereadable
+from ._version import __version__
 
 DEFAULT_DIR = "logx-corpus"
 ID = re.compile(r"[a-z0-9_]+")

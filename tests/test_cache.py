@@ -55,7 +55,7 @@ def test_an_edited_pattern_file_is_parsed_again(cache, tmp_path):
 
 def test_a_corrupt_or_unwritable_cache_only_costs_time(cache, monkeypatch):
     cache.mkdir(parents=True)
-    (cache / f"toml-{_cache.__version__}.marshal").write_bytes(b"\x00garbage")
+    (cache / _cache.store_name("toml")).write_bytes(b"\x00garbage")
     ids = {p.id for p in load_catalog().patterns}
     _cache._save_all()
     _cache.disable()
@@ -77,8 +77,15 @@ def test_the_cli_keeps_the_cache_and_answers_the_same(tmp_path):
     runs = [subprocess.run([sys.executable, "-m", "logforensics", "explain", "--json", str(log)],
                            capture_output=True, text=True, env=env) for _ in range(2)]
     assert sorted(p.name for p in (tmp_path / "xdg" / "logx").iterdir()) == [
-        f"literals-{_cache.__version__}.marshal", f"toml-{_cache.__version__}.marshal"]
+        _cache.store_name("literals"), _cache.store_name("toml")]
     off = subprocess.run([sys.executable, "-m", "logforensics", "explain", "--json", str(log)],
                          capture_output=True, text=True, env={**env, "LOGX_NO_CACHE": "1"})
     answers = [(r.returncode, [f["id"] for f in json.loads(r.stdout)["findings"]]) for r in (*runs, off)]
     assert answers[0] == answers[1] == answers[2] and answers[0][0] == 1 and answers[0][1]
+
+
+def test_each_installed_copy_keeps_its_own_file():
+    """Two checkouts or venvs of one version never share (and race over) one cache file."""
+    name = _cache.store_name("toml")
+    assert name.startswith(f"toml-{_cache.__version__}-") and name.endswith(".marshal")
+    assert name == _cache.store_name("toml") != _cache.store_name("literals")

@@ -34,3 +34,9 @@ def test_type_information_ships_in_the_wheel():
     typed.append(Path("py.typed"))
     assert Path("_scan.pyi") in typed
     assert [str(p) for p in typed if not any(p.match(g) for g in globs)] == []
+
+
+def test_the_version_logx_prints_is_the_packages():
+    from logforensics import __version__
+
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"] == __version__
