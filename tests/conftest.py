@@ -11,9 +11,16 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from logforensics._catalog import Catalog, build_pattern
 from logforensics._clock import Clock
+
+# The property tests draw the same examples on every run (CI among them), so a red run is a
+# change's, never the dice's; LOGX_HYPOTHESIS_EXPLORE=1 draws new ones (to look for bugs).
+settings.register_profile("repeatable", derandomize=True, print_blob=True)
+settings.register_profile("explore", print_blob=True)
+settings.load_profile("explore" if os.environ.get("LOGX_HYPOTHESIS_EXPLORE") else "repeatable")
 
 REPO = Path(__file__).resolve().parent.parent
 # The suite reads the pattern files as they are: no disk cache kept between runs (logx's own

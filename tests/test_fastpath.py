@@ -132,6 +132,23 @@ def test_fast_path_equals_line_by_line(native, lines, cut, final_newline):
     assert (a.lines, a.bytes) == (b.lines, b.bytes)
 
 
+@pytest.mark.xfail(strict=True, reason="known: a stretch's counted lines leave the traceback assembler the "
+                   "stream of the last fed line per category, not per wrapper (a docker-wrapped line last)")
+@pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])
+def test_a_headless_frame_line_after_a_stretch_of_two_wrappers_keeps_its_stream(native):
+    """A headless ``File`` line belongs to the stream of the last prefixed line of its wrapper.
+    When a counted stretch ends in another wrapper's line (docker's), the fast path has fed only
+    each category's first and last lines, so the unwrapped stream it remembers is an older one.
+    Found by the property test above (about 1 draw in 7 before its examples were fixed)."""
+    data = log_bytes(
+        "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='m', tp_size=2)",
+        "[2026-03-23 14:01:05 TP0] Decode batch, #running-req: 7, #token: 40",
+        next(t for t in LINES if " DP3 TP3 EP3] Decode" in t),
+        next(t for t in LINES if t.startswith("sglang-1  |") and "Decode" in t),
+        '  File "/x/sglang/srt/managers/scheduler.py", line 10, in run_batch', newline_at_end=False)
+    assert fast(data, 1, native).report("x").to_json() == slow(data).report("x").to_json()
+
+
 def test_c_scan_is_built_where_required():
     """CI sets LOGX_REQUIRE_C_SCAN: there the C scan must be built, so the tests above test it."""
     if ScanTemplates is None:
