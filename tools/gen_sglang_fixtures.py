@@ -95,6 +95,50 @@ CASES = [
      ["--enable-hierarchical-cache", "--disable-radix-cache"]),
     ("config_file_missing", "server_args_invalid", None, ["--config", "/models/no_such_config.yaml"]),
     ("device_cuda_without_gpu", "no_cuda_device", None, ["--device", "cuda"]),
+    # — checks no pattern was written for (added after the catalog was tuned on the cases above;
+    # labelled from SGLang's own log before logx read them: README, "Accuracy") —
+    # argument checks of check_server_args and the resolution hooks
+    ("retraction_priority_without_scheduling", "server_args_invalid", None, ["--retraction-policy", "priority"]),
+    ("cuda_graph_padding_with_torch_compile", "server_args_invalid", None,
+     ["--disable-cuda-graph-padding", "--enable-torch-compile"]),
+    ("served_model_name_colon", "server_args_invalid", None, ["--served-model-name", "qwen:tiny"]),
+    ("tokenizer_worker_num_zero", "server_args_invalid", None, ["--tokenizer-worker-num", "0"]),
+    ("priority_scheduling_policy_lpm", "server_args_invalid", None,
+     ["--enable-priority-scheduling", "--schedule-policy", "lpm"]),
+    ("kv_canary_sweep_without_canary", "server_args_invalid", None, ["--kv-canary-sweep-interval", "5"]),
+    ("grpc_port_same_as_port", "server_args_invalid", None, ["--grpc-port", "30000", "--port", "30000"]),
+    ("export_metrics_without_dir", "server_args_invalid", None, ["--export-metrics-to-file"]),
+    ("gc_threshold_too_many", "server_args_invalid", None, ["--gc-threshold", "1", "2", "3", "4"]),
+    ("base_gpu_id_negative", "server_args_invalid", None, ["--base-gpu-id", "-1"]),
+    ("instanttensor_on_cpu", "server_args_invalid", None, ["--load-format", "instanttensor"]),
+    ("buckets_rule_unknown", "server_args_invalid", None, ["--prompt-tokens-buckets", "zigzag"]),
+    # parallel layouts
+    ("tp_not_divisible_by_nnodes", "server_args_invalid", None,
+     ["--tp-size", "3", "--nnodes", "2", "--dist-init-addr", "127.0.0.1:29999"]),
+    ("dp_replicas_multi_node", "server_args_invalid", None,
+     ["--dp-size", "2", "--tp-size", "2", "--nnodes", "2", "--dist-init-addr", "127.0.0.1:29999"]),
+    ("moe_dense_tp_size_invalid", "server_args_invalid", None, ["--moe-dense-tp-size", "2", "--tp-size", "4"]),
+    ("ep_size_exceeds_tp", "server_args_invalid", None, ["--ep-size", "4", "--tp-size", "2"]),
+    ("attn_dp_size_not_dividing_tp", "server_args_invalid", None, ["--attn-dp-size", "3", "--tp-size", "2"]),
+    # JSON-valued flags
+    ("preferred_sampling_params_not_json", "argparse_error", None, ["--preferred-sampling-params", "{bad"]),
+    ("model_loader_extra_config_not_json", "server_args_invalid", None, ["--model-loader-extra-config", "{bad"]),
+    # LoRA, speculative decoding, quantization, attention
+    ("lora_backend_choice", "argparse_error", None, ["--enable-lora", "--lora-backend", "cutlass"]),
+    ("speculative_unknown_algorithm", "server_args_invalid", None, ["--speculative-algorithm", "MEDUSA"]),
+    # renamed, removed and deprecated flags
+    ("removed_mamba_scheduler_strategy", "argparse_error", None, ["--mamba-scheduler-strategy", "extra_buffer"]),
+    ("removed_stream_output", "argparse_error", None, ["--stream-output"]),
+    # accepted with a warning that names the new flags: the launch goes on to the model build, as above
+    ("deprecated_disable_cuda_graph", "missing_optional_dependency", None, ["--disable-cuda-graph"]),
+    ("deprecated_monokernel_backend", "server_args_invalid", None, ["--monokernel-backend", "amd"]),
+    # config.json
+    ("config_unknown_dtype", "model_config_invalid", "unknown_dtype", []),
+    ("config_rope_linear_no_factor", "model_config_invalid", "rope_no_factor", []),
+    ("config_quant_no_method", "model_config_invalid", "quant_no_method", []),
+    ("config_no_architectures", "model_config_invalid", "no_architectures", []),
+    # the tokenizer
+    ("tokenizer_config_corrupt", "tokenizer_load_failed", "corrupt_tokenizer_config", []),
 ]
 
 # What a case means on a release whose checks differ from the newest one's, set from what its log
@@ -136,6 +180,10 @@ CONFIG_EDITS: dict[str, dict] = {
     "unknown_quant_method": {"quantization_config": {"quant_method": "frobquant", "bits": 3}},
     "gptq_checkpoint": {"quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128,
                                                 "desc_act": False, "sym": True}},
+    "unknown_dtype": {"torch_dtype": "float7"},
+    "rope_no_factor": {"rope_scaling": {"rope_type": "linear"}},
+    "quant_no_method": {"quantization_config": {"bits": 4, "group_size": 128}},
+    "no_architectures": {"architectures": None},
 }
 # config.json's whole text per broken folder (from the valid config's JSON text)
 CONFIG_TEXT = {
@@ -166,9 +214,11 @@ def model_folder(root: Path, broken: str | None) -> Path:
                  "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}}
     tok = json.dumps(tokenizer)
     (folder / "tokenizer.json").write_text(tok[: len(tok) // 3] if broken == "corrupt_tokenizer" else tok)
-    (folder / "tokenizer_config.json").write_text(json.dumps(
-        {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>", "unk_token": "<unk>",
-         "model_max_length": 2048}))
+    tokenizer_config = {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>",
+                        "unk_token": "<unk>", "model_max_length": 2048}
+    text = json.dumps(tokenizer_config)
+    (folder / "tokenizer_config.json").write_text(text[: len(text) // 2] if broken == "corrupt_tokenizer_config"
+                                                  else text)
     return folder
 
 
@@ -265,28 +315,48 @@ def main(argv: list[str] | None = None) -> int:
         driver = libcuda_stub(a.python, Path(libs))
 
         def one(case):
-            name, cause, broken, flags = case
-            cause = RELEASE_CAUSES.get(version, {}).get(name, cause)
-            text = launch(a.python, model_folder(Path(tmp), broken), flags, a.timeout, driver)
+            text = launch(a.python, model_folder(Path(tmp), case[2]), case[3], a.timeout, driver)
             for here, there in [(tmp, "/models"), *paths]:
                 text = text.replace(here, there)
-            (a.out / f"{name}.log").write_text(text)
-            print(f"{name}: {len(text.splitlines())} lines", file=sys.stderr)
-            row = {"id": name, "server": "sglang", "version": version, "root_cause": cause,
-                   "summary": f"generated: launch_server {' '.join(flags)} ({broken or 'valid'} model folder)"}
-            cut = []
-            for shape, variant in cut_variants(text).items():
-                (cut_dir / f"{name}__{shape}.log").write_text(variant)
-                cut.append({**row, "id": f"{name}__{shape}", "key_line": key_line(variant) if cause != "none" else "",
-                            "summary": f"{row['summary']}, {shape}"})
-            return {**row, "key_line": key_line(text) if cause != "none" else ""}, cut
+            print(f"{case[0]}: {len(text.splitlines())} lines", file=sys.stderr)
+            return write_case(case, text, version, a.out, cut_dir)
 
         with ThreadPoolExecutor(a.jobs) as pool:
             done = list(pool.map(one, cases))
     for folder, rows in [(a.out, [r for r, _ in done]), (cut_dir, [r for _, cut in done for r in cut])]:
-        with open(folder / "labels.jsonl", "w") as fh:
-            fh.writelines(json.dumps(r) + "\n" for r in rows)
+        write_labels(folder / "labels.jsonl", rows, keep=bool(a.only))
     return 0
+
+
+def write_case(case: tuple, text: str, version: str, out: Path, cut_dir: Path) -> tuple[dict, list[dict]]:
+    """The case's log (and its cut variants) written; its label row and its variants' rows."""
+    name, cause, broken, flags = case
+    cause = RELEASE_CAUSES.get(version, {}).get(name, cause)
+    (out / f"{name}.log").write_text(text)
+    row = {"id": name, "server": "sglang", "version": version, "root_cause": cause,
+           "summary": f"generated: launch_server {' '.join(flags)} ({broken or 'valid'} model folder)"}
+    cut = []
+    for shape, variant in cut_variants(text).items():
+        (cut_dir / f"{name}__{shape}.log").write_text(variant)
+        cut.append({**row, "id": f"{name}__{shape}", "key_line": key_line(variant) if cause != "none" else "",
+                    "summary": f"{row['summary']}, {shape}"})
+    return {**row, "key_line": key_line(text) if cause != "none" else ""}, cut
+
+
+def write_labels(path: Path, rows: list[dict], keep: bool) -> None:
+    """``rows`` as ``path``; with ``keep`` (an ``--only`` run) the other cases' rows stay, all
+    in the order of CASES (a cut variant after its case's earlier variants)."""
+    old = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if keep and path.exists() else []
+    by_id = {r["id"]: r for r in old} | {r["id"]: r for r in rows}
+    order = {name: i for i, (name, *_rest) in enumerate(CASES)}
+    shapes = list(cut_variants("").keys())
+
+    def rank(row_id: str) -> tuple[int, int]:
+        name, _, shape = row_id.partition("__")
+        return order.get(name, len(order)), shapes.index(shape) + 1 if shape in shapes else 0
+
+    with open(path, "w") as fh:
+        fh.writelines(json.dumps(by_id[i]) + "\n" for i in sorted(by_id, key=rank))
 
 
 if __name__ == "__main__":
