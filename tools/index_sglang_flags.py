@@ -8,7 +8,10 @@ every release's argument definitions from the same wheels as ``tools/index_sglan
 ``Arg(cli_name=…, aliases=[…])`` of ``sglang/srt/arg_groups/fields``) and links each spelling to
 the ServerArgs field it sets. Spellings that ever set one field (an alias of the new name, the
 field renamed with it) are one *setting*; the table gives each setting's spellings with the
-releases in which each was the setting's own name (an alias that only warns is not).
+releases in which each was the setting's own name (an alias that only warns is not). A
+deprecated spelling registered with ``new_flag=`` (``--disable-cuda-graph``'s
+``--cuda-graph-backend-{decode,prefill}=disabled``) has what it names as its field's new name:
+the old field may have no flag of its own left (``no_cli``).
 
     python tools/index_sglang_flags.py                 # every release >= 0.4.6 (wheels cached)
     python tools/index_sglang_flags.py --versions 0.5.13 0.5.14 --out FILE
@@ -19,6 +22,7 @@ Only settings whose name changed are stored: the rest need no translation.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -52,9 +56,22 @@ def _dest_of(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
 
+REPLACED = "replaced by the new_flag of "  # the pseudo-field of a deprecated spelling and its replacement
+_BRACES = re.compile(r"(\S*)\{([^{}]+)\}(\S*)")
+
+
+def expand_braces(text: str) -> str:
+    """A replacement as a command line spells it: ``--x-{a,b}=v`` is ``--x-a=v --x-b=v``."""
+    return _BRACES.sub(lambda m: " ".join(m[1] + part + m[3] for part in m[2].split(",")), text)
+
+
 def spellings_of_source(source: str) -> list[tuple[str, str, bool]]:
     """``(flag, field, own_name)`` for each long flag a module defines: ``own_name`` False for
-    a deprecated alias (its action warns and points at another spelling)."""
+    a deprecated alias (its action warns and points at another spelling). A deprecated alias
+    with ``new_flag=`` sets, as far as names go, a field of its own (``REPLACED`` + the flag)
+    whose own name is the spelling it names, a value included
+    (``--cuda-graph-backend-prefill=disabled``): several old flags that now set one field to
+    different values each keep their own replacement."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -69,7 +86,12 @@ def spellings_of_source(source: str) -> list[tuple[str, str, bool]]:
             action = _kw(node, "action")
             action_name = ast.unparse(action) if action is not None else ""
             own = not any(word in action_name for word in DEPRECATED_ACTIONS)
-            out += [(flag, dest, own) for flag in flags]
+            replacement = None if own else _const_str(_kw(node, "new_flag"))
+            if replacement:  # the spelling its warning says to use instead: its setting's new name
+                out += [(flag, REPLACED + flags[0], False) for flag in flags]
+                out.append((expand_braces(replacement), REPLACED + flags[0], True))
+            else:
+                out += [(flag, dest, own) for flag in flags]
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             out += _field_spellings(node.target.id, node.annotation)
     return out
@@ -103,9 +125,16 @@ def spellings_of_wheel(path: Path) -> list[tuple[str, str, bool]]:
 
 
 def build(versions: list[str], cache: Path) -> dict:
+    """The renamed settings of the releases' wheels (``settings_of``)."""
+    return settings_of({v: spellings_of_wheel(wheel_for(v, cache)) for v in versions})
+
+
+def settings_of(per_release: dict[str, list[tuple[str, str, bool]]]) -> dict:
     """The renamed settings: ``{"releases": [...], "settings": [{flag: [[first, last], ...]}]}``
-    (a spelling's ranges are the releases where it is the setting's own name)."""
-    per_release = {v: spellings_of_wheel(wheel_for(v, cache)) for v in versions}
+    (a spelling's ranges are the releases where it is the setting's own name). A replacement
+    (``--x=v``) is the name from the first release that names it for as long as its flags are
+    own names: it outlives the deprecated alias that pointed to it."""
+    versions = list(per_release)
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -118,10 +147,17 @@ def build(versions: list[str], cache: Path) -> dict:
         for flag, field, _own in found:
             parent[find("flag:" + flag)] = find("field:" + field)
     owned: dict[str, dict[str, list[int]]] = {}
+    replacements = {flag for found in per_release.values() for flag, field, own in found
+                    if own and field.startswith(REPLACED)}
+    named: set[str] = set()
     for i, v in enumerate(versions):
-        for flag, _field, own in per_release[v]:
-            if own:
-                owned.setdefault(find("flag:" + flag), {}).setdefault(flag, []).append(i)
+        own_flags = {flag for flag, _field, own in per_release[v] if own}
+        named |= own_flags & replacements
+        alive = {r for r in named if all(_flag_of(word) in own_flags for word in r.split() if word.startswith("--"))}
+        for flag in sorted(own_flags | alive):
+            runs = owned.setdefault(find("flag:" + flag), {}).setdefault(flag, [])
+            if not runs or runs[-1] != i:  # a flag defined twice in a release is one name
+                runs.append(i)
     settings = []
     for spellings in owned.values():
         if len(spellings) < 2:
@@ -138,6 +174,11 @@ def build(versions: list[str], cache: Path) -> dict:
             settings.append(dict(sorted(primary.items())))
     settings.sort(key=lambda s: sorted(s))
     return {"releases": versions, "settings": settings}
+
+
+def _flag_of(word: str) -> str:
+    """The flag of a command-line word: ``--x=v`` is ``--x``."""
+    return word.split("=", 1)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
