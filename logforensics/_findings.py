@@ -491,7 +491,7 @@ def home_hit(tb: Traceback, run: Run) -> Hit | None:
     from . import _sites
 
     data = run.dialect.sites
-    home = _sites.home_category(tb.frames, data) if tb.exc_type and data else None
+    home = _sites.home_category(tb.frames, data, tb.exc_type) if tb.exc_type and data else None
     if home is None:
         return None
     frame, category, flag = home

@@ -540,16 +540,28 @@ def flag_in_source(source: str | None, data: SiteData | None = None) -> str | No
     return None
 
 
-def home_category(frames: list[Frame], data: SiteData | None = None) -> tuple[Frame, Category, str | None] | None:
+# what a parser or converter raises on a value it cannot take (json/orjson.loads, int(), a
+# builtin given too many arguments): raised by a compiled call, such an error is about its input
+VALUE_ERRORS = frozenset({"ValueError", "TypeError", "JSONDecodeError", "OverflowError"})
+_RAISE_LINE = re.compile(r"^\s*(?:raise|assert)\b")
+
+
+def home_category(frames: list[Frame], data: SiteData | None = None,
+                  exc_type: str | None = None) -> tuple[Frame, Category, str | None] | None:
     """What the module of an exception without a site of its own stands for: ``(home frame, its
     category, the flag whose value it failed on)``. When the standard library raised it on a
-    value a flag gave, the flag is the cause wherever the value was parsed; else the home frame's
-    module's category, or, in a library the server called, the home of that library's module
-    that reads the user's files (None for any other module outside the server's package)."""
+    value a flag gave, or a compiled call on the raising frame's line did (``orjson.loads``,
+    ``gc.set_threshold``: no frame of its own, its source line no ``raise``) with an error about
+    its input (``VALUE_ERRORS``, of type ``exc_type``), the flag is the cause wherever the value
+    was parsed; else the home frame's module's category, or, in a library the server called, the
+    home of that library's module that reads the user's files (None for any other module outside
+    the server's package)."""
     frame = home_frame(frames)
     if frame is None:
         return None
-    if frame is not frames[-1]:  # a standard library helper raised: what was it handed?
+    compiled_call = (frame is frames[-1] and bool(frame.source) and not _RAISE_LINE.match(frame.source or "")
+                     and (exc_type or "").rsplit(".", 1)[-1] in VALUE_ERRORS)
+    if frame is not frames[-1] or compiled_call:  # a helper raised: what was it handed?
         flag = flag_in_source(frame.source, data)
         value = next((c for c in categories(data) if c.flag_value), None)
         if flag and value and in_server(frame.file, data):

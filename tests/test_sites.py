@@ -230,6 +230,12 @@ def test_categories_come_from_the_sites_home():
     # the tokenizer manager's serving loop is not tokenizer loading
     assert category_of(site("sglang/srt/managers/tokenizer_manager.py", "TokenizerManager.sigterm_watchdog",
                             "Signal SIGTERM received while health check failed", "log.error")) is None
+    # since 0.5.21 the runtime context checks the parallel sizes again: its other checks are internal
+    assert category_of(site("sglang/srt/runtime_context.py", "_validate_parallel",
+                            "parallel topology is inconsistent \\(set by (?P<source>.*?)\\): (?P<problems>.*?)")).id \
+        == "server_args_invalid"
+    assert category_of(site("sglang/srt/runtime_context.py", "RuntimeContext.override",
+                            "config not published; cannot override")) is None
 
 
 def test_an_exception_the_standard_library_raised_is_its_callers():
@@ -253,6 +259,24 @@ def test_an_exception_the_standard_library_raised_is_its_callers():
     assert home_frame([frames[0], torch]) is torch
 
 
+@pytest.mark.parametrize("exc_type, source, flag", [
+    ("orjson.JSONDecodeError", "self.model_loader_extra_config = orjson.loads(model_loader_extra_config)",
+     "--model-loader-extra-config"),
+    ("TypeError", "gc.set_threshold(*gc_threshold)", "--gc-threshold"),
+])
+def test_a_compiled_call_that_rejected_a_flags_value_is_the_flags(exc_type, source, flag):
+    """orjson.loads or a builtin raises with no frame of its own: the raising frame's line is the
+    call, not a ``raise``, and the error is about the value it was handed."""
+    frame = Frame("/usr/local/lib/python3.11/dist-packages/sglang/srt/configs/load_config.py", 137,
+                  "__post_init__", source)
+    found, category, named = home_category([frame], exc_type=exc_type)
+    assert (found, category.id, named) == (frame, "server_args_invalid", flag)
+    # the same line failing otherwise (a CUDA error) is its module's; a raise there is the module's own check
+    assert home_category([frame], exc_type="RuntimeError")[1].id == "model_config_invalid"
+    raising = Frame(frame.file, 140, "__post_init__", "raise ValueError(model_loader_extra_config)")
+    assert home_category([raising], exc_type="ValueError")[1].id == "model_config_invalid"
+
+
 def test_a_library_reader_of_the_model_folder_is_that_files_home():
     sglang = Frame("/usr/local/lib/python3.11/dist-packages/sglang/srt/hf_transformers_utils.py", 141,
                    "get_config", "config = AutoConfig.from_pretrained(")
@@ -265,6 +289,10 @@ def test_a_library_reader_of_the_model_folder_is_that_files_home():
                       "tokenizer_file_handle = json.load(tokenizer_file_handle)")
     decoder = Frame("/usr/lib/python3.11/json/decoder.py", 353, "raw_decode", "obj, end = self.scan_once(s, idx)")
     assert home_category([tokenizer, decoder])[1].id == "tokenizer_load_failed"
+    # the config's rope parameters are checked by transformers' rope utilities while the config is built
+    rope = Frame("/usr/local/lib/python3.11/dist-packages/transformers/modeling_rope_utils.py", 1114,
+                 "_check_received_keys", "raise KeyError(f\"Missing required keys in `rope_parameters`\")")
+    assert home_category([sglang, config, rope])[1].id == "model_config_invalid"
     # any other module of the library has no home of its own
     modeling = Frame("/usr/local/lib/python3.11/dist-packages/transformers/models/qwen2/modeling_qwen2.py", 287,
                      "__init__", "self.rope_init_fn = ROPE_INIT_FUNCTIONS[self.rope_type]")
