@@ -386,6 +386,11 @@ class Matcher:
         last_seen: dict[tuple, int] = {}  # a finding's last line: whether it was survived
         for hit in hits:
             values = {**facts, **hit.groups}
+            if hit.groups.get("rejected_flags") and run.dialect.sites:  # as the log's release names them
+                from . import _sites
+
+                values["renamed_flags"] = _sites.renamed_flags(hit.groups["rejected_flags"], *_release_of(run)[1],
+                                                               run.dialect.sites, run.dialect.label)
             title = fill(hit.pattern.title, values)
             key = (hit.pattern.id, title) if hit.pattern.merge == "title" else (hit.pattern.id,)
             keyed.append((hit, values, key))

@@ -468,6 +468,37 @@ def flag_as_spelled(flag: str, low: Version | None, high: Version | None, data: 
     return f"{newest} (named {older[0]} before {server} {since})"
 
 
+_LONG_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
+
+
+def renamed_flags(rejected: str, low: Version | None, high: Version | None, data: SiteData | None = None,
+                  server: str = "SGLang") -> str | None:
+    """What the flags the parser rejected (``rejected``: its ``unrecognized arguments: …``) are
+    called in the log's release (``low``/``high`` bound it; None: the newest names): a flag that
+    stopped being a name before another spelling of its setting began (``--stream-output`` →
+    ``--incremental-streaming-output`` from 0.5.10), or one typed with underscores. None when no
+    rejected flag is either."""
+    data = data or _default_sites()
+    settings = _flag_settings(data)
+    notes = []
+    for flag in dict.fromkeys(_LONG_FLAG.findall(rejected)):
+        dashed = "--" + flag[2:].replace("_", "-")
+        if dashed != flag and dashed[2:].replace("-", "_") in site_index(data).flags:
+            notes.append(f"`{flag}` is spelled `{dashed}`")
+            continue
+        setting = settings.get(flag)
+        if setting is None:
+            continue
+        ended = max(b for _, b in setting[flag])
+        later = {name: min(a for a, _ in runs) for name, runs in setting.items() if min(a for a, _ in runs) > ended}
+        at = high or low or max(b for runs in setting.values() for _, b in runs)  # the release, or the newest
+        named = [name for name in later if any(a <= at <= b for a, b in setting[name])]
+        if named:
+            new = min(named, key=lambda name: later[name])
+            notes.append(f"`{flag}` is now `{new}`, its name since {server} {'.'.join(map(str, later[new]))}")
+    return "; ".join(notes) or None
+
+
 # — what a site stands for: its home's root cause (SiteData.categories, data/site_categories.toml) ——
 
 

@@ -30,6 +30,7 @@ from logforensics._sites import (
     match_traceback,
     plain_condition,
     release_key,
+    renamed_flags,
     site_index,
 )
 from logforensics._tracebacks import ExceptionInfo, Frame, Traceback
@@ -421,6 +422,22 @@ def test_a_traceback_raised_in_another_package_is_no_site_of_the_server():
 ])
 def test_a_flag_is_named_as_the_release_spells_it(flag, low, high, spelled):
     assert flag_as_spelled(flag, low and _vt(low), high and _vt(high)) == spelled
+
+
+@pytest.mark.parametrize("rejected, release, note", [
+    ("--stream-output", "0.5.23",
+     "`--stream-output` is now `--incremental-streaming-output`, its name since SGLang 0.5.10"),
+    ("--mamba-scheduler-strategy extra_buffer", None,  # no release printed: the newest name
+     "`--mamba-scheduler-strategy` is now `--mamba-radix-cache-strategy`, its name since SGLang 0.5.14"),
+    ("--disable-cuda-graph", "0.5.22", "`--disable-cuda-graph` is now `--cuda-graph-backend-decode=disabled "
+     "--cuda-graph-backend-prefill=disabled`, its name since SGLang 0.5.14"),
+    ("--reasoning_parser kimi_k2", None, "`--reasoning_parser` is spelled `--reasoning-parser`"),
+    ("--no-such-flag 1", None, None),
+    ("--incremental-streaming-output", "0.5.2", None),  # a newer flag than the release: no old name of it
+])
+def test_a_rejected_flag_is_named_as_the_release_calls_it(rejected, release, note):
+    bound = release and _vt(release)
+    assert renamed_flags(rejected, bound, bound) == note
 
 
 MAMBA_SITE = {"k": "raise", "t": "ValueError", "re": r"Radix cache for mamba needs a hybrid model, got (?P<arch>.*?)",
