@@ -39,6 +39,29 @@ def test_vllm_is_recognised_from_one_line_of_any_release_and_wrapper(text):
     assert (found.dialect.name, found.confidence) == ("vllm", "certain")
 
 
+@pytest.mark.parametrize("text", [
+    "(Worker_TP1 pid=9) INFO 11-20 09:16:10 [gpu_worker.py:120] x",
+    "(Worker_DP0_PP1_TP0_EP0 pid=9) ERROR x",
+    "(ApiServer_1 pid=3) INFO x",
+    '  File "/usr/lib/python3/dist-packages/vllm/v1/engine/core.py", line 3, in run',
+])
+def test_a_worker_named_by_its_parallel_groups_or_a_debian_frame_is_vllm(text):
+    assert (detect([text]).dialect.name, detect([text]).confidence) == ("vllm", "certain")
+
+
+@pytest.mark.parametrize("text", [
+    '  File "/opt/venv/lib/python3.12/site-packages/vllm/platforms/cpu.py", line 243, in check_and_update_config',
+    '  File "/src/vllm/vllm/model_executor/layers/linear.py", line 9, in forward',
+    "(Worker pid=812) INFO x",
+    "  Input should be greater than 0 [type=greater_than, input_value=0, input_type=int]",
+])
+def test_a_headless_paste_with_only_what_sglang_may_carry_too_is_likely_vllm(text):
+    """SGLang imports vLLM code (its frames may show in SGLang's tracebacks) and uses pydantic
+    for requests: such a line alone makes vLLM likely, never certain."""
+    assert (detect(["noise", text]).dialect.name, detect(["noise", text]).confidence) == ("vllm", "likely")
+    assert detect([SGL, text]).dialect.name == "sglang"
+
+
 def test_v066_prefix_alone_makes_vllm_likely_and_sglang_stays_sglang():
     assert (detect(["noise", V066]).dialect.name, detect(["noise", V066]).confidence) == ("vllm", "likely")
     assert detect([SGL, V013]).dialect.name == "sglang"

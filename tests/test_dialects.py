@@ -55,6 +55,19 @@ def test_detection_reads_the_servers_line_behind_a_wrapper(wrap):
     assert detect([wrap + "(VllmWorker rank=1 pid=8822) ERROR x"]).dialect is vllm
 
 
+def test_a_hint_counts_with_the_prefixed_lines_and_never_decides_alone(other, monkeypatch):
+    """A line another server's log may carry too (a hint) makes its dialect likely, not
+    certain; the dialect more lines speak for wins."""
+    hinted = dataclasses.replace(other, prefix=ServerPrefix(re.compile(r"NO PREFIX"), first="N"),
+                                 hints=(re.compile(r"other/frame\.py"),))
+    monkeypatch.setitem(DIALECTS, "other", hinted)
+    frame = '  File "/x/other/frame.py", line 3, in f'
+    assert (detect(["noise", frame]).dialect, detect(["noise", frame]).confidence,
+            detect(["noise", frame]).line) == (hinted, "likely", 2)
+    assert detect([PREFIXED, PREFIXED, frame]).dialect is SGLANG
+    assert detect([frame, frame, PREFIXED]).dialect is hinted
+
+
 def test_detection_reads_only_the_first_lines():
     lines = ["noise"] * DETECT_LINES + [ARGS]
     assert detect(lines).confidence == "guess"

@@ -61,10 +61,11 @@ def given(name: str) -> Detection:
 
 def detect(texts: Iterable[str]) -> Detection:
     """The dialect of a log from the visible text of its first lines: the first line that
-    only one server prints decides ("certain"); else the dialect whose line prefix most
-    lines carry ("likely"); else the default ("guess")."""
-    prefixed = dict.fromkeys(DIALECTS, 0)
-    first_prefixed: dict[str, int] = {}
+    only one server prints decides ("certain"); else the dialect whose line prefix or hints
+    most lines carry ("likely": a headless paste of a traceback has only its frames); else
+    the default ("guess")."""
+    evidence = dict.fromkeys(DIALECTS, 0)  # lines carrying a dialect's prefix or a hint of it
+    first_evidence: dict[str, int] = {}
     grep = GrepNumbers()  # a `grep -n` paste: its numbers stand before the server's lines
     for number, seen in enumerate(texts, 1):
         if number > DETECT_LINES:
@@ -75,10 +76,11 @@ def detect(texts: Iterable[str]) -> Detection:
         for dialect in DIALECTS.values():
             if any(rx.search(text) or (text is not seen and rx.search(seen)) for rx in dialect.markers):
                 return Detection(dialect, "certain", number)
-            if dialect.prefix.pattern.search(text, 0, _PREFIX_WINDOW):
-                prefixed[dialect.name] += 1
-                first_prefixed.setdefault(dialect.name, number)
-    best = max(prefixed, key=lambda name: prefixed[name])
-    if prefixed[best]:
-        return Detection(DIALECTS[best], "likely", first_prefixed[best])
+            if dialect.prefix.pattern.search(text, 0, _PREFIX_WINDOW) \
+                    or any(rx.search(text) or (text is not seen and rx.search(seen)) for rx in dialect.hints):
+                evidence[dialect.name] += 1
+                first_evidence.setdefault(dialect.name, number)
+    best = max(evidence, key=lambda name: evidence[name])
+    if evidence[best]:
+        return Detection(DIALECTS[best], "likely", first_evidence[best])
     return Detection(DEFAULT, "guess")

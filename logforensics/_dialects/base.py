@@ -173,6 +173,9 @@ class Dialect:
     prefix: ServerPrefix  # the server's own line prefix
     rules: tuple[Rule, ...]  # the event table (events.py holds the shared rules)
     markers: tuple[re.Pattern[str], ...]  # a line this server alone prints: detection is certain
+    # a line this server prints that another's log may carry too (vLLM's frames in SGLang's,
+    # which imports vLLM code): counted with the prefixed lines, detection is then likely
+    hints: tuple[re.Pattern[str], ...]
     event_phase: Mapping[str, str]  # event kind -> the phase it proves (one of PHASES)
     frame_phases: tuple[tuple[str, re.Pattern[str]], ...]  # traceback frame location -> phase
     memory_kinds: frozenset[str]  # events the memory ledger reads

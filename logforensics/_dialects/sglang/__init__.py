@@ -32,6 +32,7 @@ DIALECT = Dialect(
         re.compile(r"sglang\.launch_server|sglang serve\b|server_args=(?:ServerArgs\(|\{'model_path')|sglang[/.]srt[/.]"
                    r"|sglang version: |The server is fired up and ready to roll"),
     ),
+    hints=(),  # its frames (sglang/srt/) are markers: no other server's log carries them
     event_phase={
         "launch_command": "launch", "launch_banner": "launch", "server_args": "args",
         "dist_init_begin": "init", "dist_init_end": "init", "memory_baseline": "init",

@@ -36,15 +36,27 @@ DIALECT = Dialect(
         re.compile(r"vLLM API server version |Initializing an? (?:V\d )?LLM engine \(v|vllm serve\b|"
                    r"\((?:EngineCore(?:_DP\d+|_\d+)?|APIServer) pid=\d+\)|Engine core initialization failed"
                    r"|vllm/_C\b|\(VllmWorker(?:Process| rank=\d+|-\d+)? pid=|"
+                   r"\((?:ApiServer_\d+|Worker(?:_(?:DP|PP|PCP|TP|DCP|EP)\d+)+) pid=\d+\)|"
                    r"\bvllm\.entrypoints\.openai\.api_server\b|vLLM server version |\u2588\s+version\s+\d+\.\d+|"
                    r"\bgpu_memory_utilization\b|GPU memory utilization|Error initializing vLLM engine|vLLM config: |"
-                   r"^\s*Value error, |^usage: vllm \[|^vllm(?: serve)?: error: |site-packages/vllm/(?:v1|engine"
-                   r"|worker|entrypoints|executor|tokenizers|transformers_utils|reasoning|tool_parsers|renderers)/"),
+                   r"^\s*Value error, |^usage: vllm \[|^vllm(?: serve)?: error: |"
+                   r"(?:site|dist)-packages/vllm/(?:v1|engine|worker|entrypoints|executor|tokenizers|transformers_utils|reasoning|tool_parsers|renderers)/"),
         # vLLM's engine configs are pydantic dataclasses (SGLang's ServerArgs is not): a headless
         # paste of their validation error is vLLM's
         re.compile(r"\d+ validation errors? for (?:Vllm|Model|Cache|Parallel|Scheduler|Device|Load|LoRA|"
                    r"Speculative|StructuredOutputs|Observability|KVTransfer|KVEvents|ECTransfer|Compilation|"
                    r"Pass|MultiModal|Pooler|Decoding|SpeechToText|EPLB|Attention|Kernel|Profiler|\w*Offload)Config\b"),
+    ),
+    hints=(
+        # a frame of vLLM's package outside the markers' (platforms/, model_executor/, utils…):
+        # SGLang imports some of that code, so its tracebacks may show such frames too
+        re.compile(r"(?:site|dist)-packages/vllm/|/vllm/vllm/"),
+        # the multiprocessing worker before its parallel groups exist (then "Worker_TP1"): a name
+        # another program's process may have too
+        re.compile(r"^\(Worker pid=\d+\) "),
+        # pydantic's error detail: vLLM's configs are pydantic dataclasses (SGLang's arguments
+        # are not), a tail that lost the "N validation errors for …Config" header keeps this
+        re.compile(r"^\s*Input should be [^\n]{1,200}?\[type=\w+, input_value="),
     ),
     event_phase={
         "server_version": "launch", "server_args": "args", "max_model_len": "args",
