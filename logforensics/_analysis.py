@@ -202,6 +202,10 @@ class Analyzer:
         out = self.events.finish()
         for event in out:
             self._dispatch(event)
+        width = self.events.cut_width()
+        if width:
+            for run in self.runs:
+                self.matcher_for(run).reread_cut(run, width)
         return settled + out
 
     def _dispatch(self, event: Event) -> None:

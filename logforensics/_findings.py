@@ -357,6 +357,16 @@ class Matcher:
         facts = {"package": package[0]} if package else {}
         return Hit(pattern, values, traceback_evidence(tb), CONFIDENCE["unclassified"], tb.stream, tb, facts)
 
+    def reread_cut(self, run: Run, width: int) -> None:
+        """At the end of the input: ``run``'s unclaimed error lines as wide as the paste turned
+        out to be cut at (``width``), read before that was known, may have lost their end: read
+        them again accepting partial matches."""
+        kept = self.unclaimed.get(run.index)
+        late = [e for e in kept or () if not e.line.at_width and len(e.line.text) == width]
+        for event in late:
+            kept.remove(event)  # type: ignore[union-attr]
+            self.on_line(event, run, may_be_cut=True)  # keeps it again when still unclaimed
+
     def findings(self, run: Run, facts: dict[str, Any]) -> list[Finding]:
         """Ranked findings for ``run`` (most likely root cause first)."""
         hits = list(self.hits.get(run.index, []))

@@ -195,6 +195,12 @@ class PasteWidth:
             seen.add(hash(text))
         return len(seen) >= self.MIN_LINES
 
+    def final(self) -> int:
+        """The width the whole paste was cut at, read at its end (0: none): the first lines of
+        a short paste come before enough others show it, so two different lines at the widest
+        length are evidence enough then."""
+        return self.width if len(self._seen) >= 2 else 0
+
 
 class GrepNumbers:
     """``grep -n``'s numbers in front of a paste's lines, read from the whole paste's evidence,

@@ -126,6 +126,10 @@ class EventStream:
             event.dialect = dialect.name
         return event
 
+    def cut_width(self) -> int:
+        """The width the input turned out to be cut at (``PasteWidth.final``; 0: none)."""
+        return self._width.final()
+
     def finish(self) -> list[Event]:
         held, self._held = self._held, None
         out = self._feed(held) if held is not None else []

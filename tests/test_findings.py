@@ -444,6 +444,19 @@ def test_a_pattern_matches_the_cut_first_line_of_a_long_message():
     assert findings(data, arch)[0].id == "unsupported_arch"
 
 
+def test_an_error_line_cut_before_the_paste_showed_its_width_matches_partially():
+    """The first line of a short terminal paste is cut as the later ones are, read before they
+    showed the width: at the end it is read again as cut; a paste with no second line that wide
+    keeps it whole."""
+    bf16 = {"id": "bf16_gpu", "priority": 80,
+            "match": [{"line": r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0"}]}
+    first = "ERROR 03-02 10:20:31 [engine.py:412] Bfloat16 is only supported on GPUs with compute capability of at l"
+    frame = '  File "/opt/venv/lib/python3.12/site-packages/vllm/engine/multiprocessing/engine.py", line 123, in run'
+    assert len(first) == len(frame) == 103
+    assert findings(log_bytes(first, "Traceback (most recent call last):", frame, "x" * 60), bf16)[0].id == "bf16_gpu"
+    assert all(f.id != "bf16_gpu" for f in findings(log_bytes(first, "Traceback (most recent call last):"), bf16))
+
+
 SURVIVABLE_LINE = {"id": "pool_pressure", "severity": "error", "survivable": True, "phase": "serving",
                    "match": [{"line": "pool is full"}]}
 BATCH = ("[2026-03-23 14:02:{:02d} TP0] Decode batch. #running-req: 2, #token: 100, token usage: 0.99, "

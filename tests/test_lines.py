@@ -330,6 +330,20 @@ def test_paste_width_is_the_length_several_different_lines_share():
     assert not any(narrow.at_width(t) for t in ("x" * 50, "y" * 50, "z" * 50, "w" * 50))
 
 
+def test_paste_width_read_at_the_end_needs_two_different_lines():
+    """At the end of a short paste, two different lines at the widest length say it was cut
+    there; one line, or one line repeated, does not."""
+    width = PasteWidth()
+    a, b = "a" * 99 + "1", "b" * 99 + "2"
+    for text in (a, a, "short"):
+        width.at_width(text)
+    assert width.final() == 0
+    width.at_width(b)
+    assert width.final() == 100
+    width.at_width("c" * 101)
+    assert width.final() == 0
+
+
 def _grep_read(texts: list[str]) -> list[tuple[str, str]]:
     """Each line's own text behind grep's number and the file grep names, one paste."""
     grep = GrepNumbers()
