@@ -634,15 +634,16 @@ def home_frame(frames: list[Frame]) -> Frame | None:
 
 
 @cache
-def _packages() -> tuple[tuple[re.Pattern[str], str, str], ...]:
+def _packages() -> tuple[tuple[re.Pattern[str], str, str, str | None], ...]:
     return tuple((re.compile(rf"(?:^|[/\\])(?:{p['name']})[/\\.]" if p["name"] != "*" else r""), p["name"],
-                  p["meaning"]) for p in _data_toml("frame_packages.toml")["package"])
+                  p["meaning"], p.get("server")) for p in _data_toml("frame_packages.toml")["package"])
 
 
 def frame_package(file: str | None, server: str | None = None) -> tuple[str, str] | None:
     """``(package, what its failures usually mean)`` for a raising frame's file; ``server``
     (the log's server package, the default dialect's when None) names a source checkout's
-    frames, which have no site-packages/ in their path."""
+    frames, which have no site-packages/ in their path, and picks the entries of its logs (vLLM's
+    own code on a vLLM log, vLLM code SGLang imports on an SGLang log)."""
     if not file:
         return None
     path = file.replace("\\", "/")
@@ -653,7 +654,9 @@ def frame_package(file: str | None, server: str | None = None) -> tuple[str, str
             break
     else:
         path = _package_path(path, server or _default_sites().package) or path
-    for rx, name, meaning in _packages():
+    for rx, name, meaning, only in _packages():
+        if only is not None and only != (server or _default_sites().package):
+            continue  # an entry of another server's logs
         m = rx.search(path) if name != "*" else None
         if m is not None or name == "*":
             package = path.split("/", 1)[0].split(".", 1)[0] if name == "*" or "|" in name else name

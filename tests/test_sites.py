@@ -304,6 +304,9 @@ def test_frame_package_names_the_raising_package():
     assert frame_package("/usr/lib/python3/dist-packages/torch/cuda/__init__.py")[0] == "torch"
     assert frame_package("/opt/venv/lib/python3.11/site-packages/verl/workers/rollout.py")[0] == "verl"
     assert frame_package(None) is None
+    vllm_frame = "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/linear.py"
+    assert "vLLM's own code raised" in frame_package(vllm_frame, "vllm")[1]
+    assert "vLLM code that SGLang imports" in frame_package(vllm_frame, "sglang")[1]
 
 
 @pytest.mark.skipif(not REFERENCE.is_file(), reason="shared reference not beside the checkout")
