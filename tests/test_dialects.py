@@ -279,3 +279,10 @@ def test_sglang_flag_renames_agree_with_the_release_index():
         assert rename.old in setting, rename
         first = min((span[0] for span in setting[rename.new]), key=releases.index)
         assert first == ".".join(map(str, rename.since)), rename
+
+
+def test_each_dialect_names_its_own_memory_flags():
+    """A report that says no memory flag helps names the flags of the log's server."""
+    assert DIALECTS["sglang"].memory_flags[0] == "--mem-fraction-static"
+    assert DIALECTS["vllm"].memory_flags[0] == "--gpu-memory-utilization"
+    assert all(f.startswith("--") for d in DIALECTS.values() for f in d.memory_flags)

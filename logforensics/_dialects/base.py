@@ -188,6 +188,7 @@ class Dialect:
     process_name: str  # what a server's command line contains (a cheap /proc filter)
     launch_example: str  # the command as a person types it (in fixes)
     ready_line: str  # the line that says the server is ready
+    memory_flags: tuple[str, ...]  # the flags that size its GPU memory (named when none of them can help)
     stats: StatsMarks
     facts: Facts
     # reads the run's per-rank memory ledger from this server's lines (``Run`` -> ``memory.Ledger``);

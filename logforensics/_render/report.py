@@ -93,10 +93,12 @@ def _sections(report: Report, verbose: bool, console_width: int = 100) -> list:
     if ledger.status == "touched":  # the memory ledger: where each rank's GPU memory went
         out.append(LedgerView(ledger))
     if report.memory_untouched and report.primary is not None:
+        flags = report.run.dialect.memory_flags if report.run is not None else ()
+        named = f" ({', '.join(flags)}, …)" if flags else ""
         out.append(Text(
             "GPU memory was never touched: the run stopped in the "
-            f"{report.primary.phase} phase, before any GPU allocation. No memory flag "
-            "(--mem-fraction-static, --context-length, …) will help.", style="bold"))
+            f"{report.primary.phase} phase, before any GPU allocation. No memory flag"
+            f"{named} will help.", style="bold"))
     own = getattr(report.status, "findings", None) or []  # the stale-log detector's: always shown
     shown, symptoms, hidden = split_findings(report.findings, verbose, own)
     if not report.findings:

@@ -90,6 +90,7 @@ DIALECT = Dialect(
     process_name="sglang",
     launch_example="python -m sglang.launch_server …",
     ready_line="The server is fired up and ready to roll",
+    memory_flags=("--mem-fraction-static", "--context-length"),
     stats=StatsMarks(decode=b"] Decode batch", prefill=b"] Prefill batch", access_ok=b'HTTP/1.1" 200',
                      request_mark=b": obj=",
                      series=((b"gen throughput (token/s): ",), (b"#queue-req: ",), (b"token usage: ",),

@@ -109,6 +109,7 @@ DIALECT = Dialect(
     process_name="vllm",
     launch_example="vllm serve MODEL …",
     ready_line="Application startup complete.",
+    memory_flags=("--gpu-memory-utilization", "--max-model-len"),
     # vLLM prints one statistics line per interval (no separate prefill line): both marks name it
     stats=StatsMarks(decode=b"Avg generation throughput:", prefill=b"Avg generation throughput:",
                      access_ok=b'HTTP/1.1" 200', request_mark=b"Received request ",
