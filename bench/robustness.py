@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -167,4 +168,5 @@ def _score(directory: Path, name: str) -> Score:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends it quietly, as it would `cat`
     sys.exit(main())
