@@ -59,6 +59,10 @@ class Opt:
                  **typer_kwargs: Any) -> None:
         self.decls, self.choices, self.kwargs = decls, choices, typer_kwargs
 
+    def values(self) -> tuple[str, ...] | list[str] | None:
+        """Its choices, the function's called (None: any value)."""
+        return self.choices() if callable(self.choices) else self.choices
+
 
 class Arg(Opt):
     """A positional argument's declaration: what ``typer.Argument`` takes."""
@@ -514,8 +518,8 @@ def _value(declared: Opt, kind: type, text: str) -> Any:
         value = Path(text) if kind is Path else kind(text)
     except ValueError:
         raise _NotDirect from None
-    if declared.choices is not None:
-        choices = declared.choices() if callable(declared.choices) else declared.choices
+    choices = declared.values()
+    if choices is not None:
         folded = {c.casefold(): c for c in choices} if declared.kwargs.get("case_sensitive") is False else {}
         value = folded.get(text.casefold(), text)
         if value not in choices:
@@ -614,8 +618,8 @@ def _as_typer(function: Callable[..., int | None]):
         kwargs = dict(declared.kwargs)
         if "parser" in kwargs:
             kwargs["parser"] = parsing(kwargs["parser"])
-        if declared.choices is not None:
-            choices = declared.choices() if callable(declared.choices) else declared.choices
+        choices = declared.values()
+        if choices is not None:
             base = StrEnum(p.name.title(), {c: c for c in choices}) | None  # type: ignore[operator]
         info = (typer.Argument if isinstance(declared, Arg) else typer.Option)(*declared.decls, **kwargs)
         params.append(p.replace(annotation=Annotated[base, info]))
