@@ -679,3 +679,35 @@ def test_ledger_snapshot(name, snapshot):
                    "id": report.primary.id, "explanation": report.primary.explanation,
                    "fix": report.primary.fix}}
     assert json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True) == snapshot
+
+
+SERVED = ("[2026-02-11 08:30:02] server_args=ServerArgs(model_path='m', tp_size=2)",
+          "[2026-02-11 08:30:16 TP0] Load weight begin. avail mem=78.61 GB",
+          "[2026-02-11 08:30:16 TP1] Load weight begin. avail mem=78.61 GB",
+          "[2026-02-11 08:30:42 TP0] Memory pool end. avail mem=10.25 GB",
+          "[2026-02-11 08:30:42 TP1] Memory pool end. avail mem=10.25 GB",
+          "[2026-02-11 08:31:05 TP0] Capture cuda graph end. Time elapsed: 22.48 s. mem usage=1.02 GB. "
+          "avail mem=9.17 GB.",
+          "[2026-02-11 08:31:10] The server is fired up and ready to roll!")
+KERNEL_OOM = ("  File \"/x/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py\", line 1388, in fused_experts_impl",
+              "    intermediate_cache1 = torch.empty(",
+              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.25 GiB. GPU 1 has a total "
+              "capacity of 79.19 GiB of which 1.94 GiB is free. Process 40188 has 77.24 GiB memory in use.")
+
+
+def test_an_oom_after_the_server_was_ready_is_a_serving_one_on_every_rank():
+    """TP1 prints no capture-end or batch line (only the first rank does), yet the run was ready
+    before its OOM: the ledger places it in serving, and the frames a paste kept do not matter."""
+    report = explain_bytes(*SERVED, "[2026-02-11 08:52:32 TP1] Scheduler hit an exception: Traceback "
+                           "(most recent call last):", *KERNEL_OOM)
+    assert [r.phase for r in build_ledger(report.run).ooms] == ["serving"]
+    assert CONDITIONS["oom_while_serving"](report.run)
+    assert primary(report).id == "forward_cuda_oom_activations"
+
+
+def test_an_oom_before_the_ready_line_is_not_a_serving_one():
+    before_ready = SERVED[:-1] + ("[2026-02-11 08:31:06 TP1] Scheduler hit an exception: Traceback "
+                                  "(most recent call last):", *KERNEL_OOM)
+    report = explain_bytes(*before_ready)
+    assert not CONDITIONS["oom_while_serving"](report.run)
+    assert primary(report).id != "forward_cuda_oom_activations"

@@ -62,7 +62,15 @@ def cond_oom_loading_weights_that_fit_before(run: Any) -> list[tuple[int, str]] 
     return (run.loaded_before[-1:] + hits[:2]) if hits else None
 
 
+def cond_oom_while_serving(run: Any) -> list[tuple[int, str]] | None:
+    """A torch OOM the ledger places in serving (its frames, else the step its rank had reached:
+    the server was ready): a forward pass's activations ran out, whatever frames a paste kept."""
+    hits = [(r.line, r.text) for r in _oom_records(run) if r.phase == "serving"]
+    return hits[:3] or None
+
+
 CONDITIONS: dict[str, Callable[[Any], list[tuple[int, str]] | None]] = {
+    "oom_while_serving": cond_oom_while_serving,
     "oom_loading_weights_that_fit_before": cond_oom_loading_weights_that_fit_before,
     "oom_single_allocation_exceeds_capacity": cond_oom_single_allocation_exceeds_capacity,
     "oom_other_process_holds_memory": cond_oom_other_process_holds_memory,

@@ -392,7 +392,9 @@ def attach_tracebacks(run: Any, ledger: Ledger, by_tag: dict[str, RankLedger],
                       phase_hint: Callable[[Traceback], str | None] | None = None) -> None:
     """Add the run's torch OOMs to the ledger (``ledger.ooms``, each on its rank: ``by_tag``,
     ``rank_of`` makes a missing one) and where each rank failed. The OOM's phase: its frames,
-    else the dialect's ``phase_hint``, else the step the rank's lines reached, else the run's."""
+    else the dialect's ``phase_hint``, else serving when the server was ready before it (every
+    rank was; only the first prints its capture and batch lines), else the step the rank's lines
+    reached, else the run's."""
     for tb in run.tracebacks:
         oom = best_oom(tb)
         if oom is None:
@@ -409,6 +411,9 @@ def attach_tracebacks(run: Any, ledger: Ledger, by_tag: dict[str, RankLedger],
         phase = traceback_phase(tb, run)
         if phase is None and phase_hint is not None:
             phase = phase_hint(tb)
+        ready = run.phase_lines.get("ready")
+        if phase is None and ready is not None and ready < tb.first_line:
+            phase = "serving"
         if phase is None and target is not None:
             phase = next_phase(target)
         if phase is None and run.phase in PHASE_STEP:  # e.g. the primary finding's phase
