@@ -10,6 +10,7 @@ import select
 import time
 from datetime import datetime
 
+from ._lazyre import lazy
 from ._lines import parse_timestamp
 
 
@@ -39,7 +40,7 @@ TOLERANCE = 2.0  # seconds: whole-second log timestamps, /proc start times round
 _SINCE_UNITS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "mins": 60,
                 "minute": 60, "minutes": 60, "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600,
                 "hours": 3600, "d": 86400, "day": 86400, "days": 86400}
-_SINCE_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
+_SINCE_PART = lazy(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
 
 
 def parse_since(text: str, now: float | None = None) -> float:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._lazyre import lazy
 from ._lines import LogLine
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class Rule:
         return re.compile(self.pattern) if self.pattern else None
 
 
-_NUM = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_NUM = lazy(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
 def convert(value: str | None) -> Any:
@@ -76,7 +77,7 @@ def groups(m: re.Match[str], _msg: str) -> dict[str, Any]:
 # "#running-req: 7", "token usage: 0.12", "gen throughput (token/s): 80.79" -> gen_throughput
 # Every repetition that a search could restart at each position is bounded: a hostile 1 MB
 # line must cost linear time (the standard ``re`` module has no timeout).
-_KV_PAIR = re.compile(r"(#?[a-z_][\w -]{0,63}?)(?: \(token/s\))?(?:=|: )(-?[\d.]+|True|False|None)\b")
+_KV_PAIR = lazy(r"(#?[a-z_][\w -]{0,63}?)(?: \(token/s\))?(?:=|: )(-?[\d.]+|True|False|None)\b")
 
 
 def pairs(m: re.Match[str], msg: str) -> dict[str, Any]:
@@ -126,7 +127,7 @@ ARGPARSE_ERROR = Rule("argparse_error", r"^(?:(?P<prog>[\w.-]{1,64}): )?error: (
 # line anyway, but a failure announced only in words is never noise, and the traceback
 # assembler reads it like a plain line (an exception line or a wrapped message may be one).
 ERROR_LEVELS = frozenset({"ERROR", "FATAL", "CRITICAL"})
-_FAILURE_WORDS = re.compile(
+_FAILURE_WORDS = lazy(
     r"(?i:\berrors?\b|\bfail(?:ed|ure|s)?\b|\babort(?:ed|ing)?\b|\bfatal\b)|undefined symbol|"
     r"cannot open shared object")
 

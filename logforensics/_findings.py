@@ -22,6 +22,7 @@ from ._conditions import CONDITIONS, Evidence
 from ._dialects import PHASE_RANK
 from ._dialects.base import version_tuple
 from ._events import Event
+from ._lazyre import lazy
 from ._lines import ServerPrefix, decode, glog_timestamp, parse_timestamp, printed_year
 from ._matching import required_literals, search, search_message
 from ._runs import Run, phase_from_frames
@@ -62,10 +63,10 @@ __all__ = ["CLOCK_TOLERANCE", "CONFIDENCE", "Evidence", "Finding", "Hit", "Match
 # Request logs (--log-requests: "Receive: obj=…") are user content: a prompt quoting an error
 # is not a failure of the server.
 _SKIP_LINE_KINDS = frozenset({"prefill_batch", "decode_batch", "request_log"})
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
+_PLACEHOLDER = lazy(r"\{([A-Za-z_]\w*)\}")
 # Asides that only report a value: " (now {x})", " (exit code {x})", ", here {x}" — dropped
 # whole when the value is unknown.
-_ASIDE = re.compile(r" ?\([^(){}]{0,24}\{[A-Za-z_]\w*\}[^(){}]{0,20}\)|, (?:here|now) \{[A-Za-z_]\w*\}")
+_ASIDE = lazy(r" ?\([^(){}]{0,24}\{[A-Za-z_]\w*\}[^(){}]{0,20}\)|, (?:here|now) \{[A-Za-z_]\w*\}")
 
 
 @dataclass
@@ -214,7 +215,7 @@ def traceback_evidence(tb: Traceback, exc: ExceptionInfo | None = None) -> list[
 
 
 MAX_FAILURE_LINES = 2  # later lines of a long message that say what failed, beyond the first three
-_FAILURE_LINE = re.compile(r"(?i)\b(?:error|fail(?:ed|s|ure)?)\b")
+_FAILURE_LINE = lazy(r"(?i)\b(?:error|fail(?:ed|s|ure)?)\b")
 
 
 def _exception_lines(lines: list[tuple[int, str]], exc: ExceptionInfo) -> list[tuple[int, str]]:

@@ -16,61 +16,62 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from ._lazyre import lazy
 from ._sources import RawLine
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-_RAY_REPEAT = re.compile(r"\[repeated \d+x across cluster\]$")
+_ANSI = lazy(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_RAY_REPEAT = lazy(r"\[repeated \d+x across cluster\]$")
 
 # docker compose: "service-1  | msg" (name padded with spaces to a common width)
-_DOCKER = re.compile(r"([A-Za-z0-9][\w.-]{0,62}?)\s*\| ?")
+_DOCKER = lazy(r"([A-Za-z0-9][\w.-]{0,62}?)\s*\| ?")
 # Ray: "(SGLangEngine pid=123, ip=10.0.0.1) msg", "(raylet) msg", "(head, rank=0, pid=8292) msg"; the ip
 # may be a placeholder ("<ip-1>": a log redacted by logx share)
-_RAY = re.compile(r"\s*\((\w[\w-]*)(?:,? rank=\d+)?(?:,? pid=(\d+))?(?:, ip=[\w.:<>-]+)?\) ?")
+_RAY = lazy(r"\s*\((\w[\w-]*)(?:,? rank=\d+)?(?:,? pid=(\d+))?(?:, ip=[\w.:<>-]+)?\) ?")
 # syslog / journald: "Mar 23 14:01:38 host prog[123]: msg" or ISO time
 # (journald's short-iso and rsyslog print an offset: a "...Z" stamp is a container runtime's, below;
 # a host name is letters, digits, dots and dashes: "ImportError: /x.so: undefined symbol" after a
 # container's stamp is not a host "ImportError:" and a program "/x.so")
-_SYSLOG = re.compile(
+_SYSLOG = lazy(
     r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?[+-]\d\d:?\d\d)"
     r" ([\w.-]+) ([\w./-]+)(?:\[(\d+)\])?: "
 )
 # moreutils `ts` (its default format) or a terminal logger: "Mar 23 14:01:38 " and the line
-_TS_STAMP = re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? ")
+_TS_STAMP = lazy(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? ")
 # the launchers of a multi-node job, each naming the task or host a line came from: Slurm's
 # `srun --label` ("0: ", padded when there are ten tasks or more), pdsh / clush ("gpu-node-3: ",
 # a lower-case host name with a digit, so "ValueError: " and "Qwen3: " are not one), Open MPI's `--tag-output`
 # ("[1,0]<stdout>:"), `kubectl logs --prefix` ("[pod/sglang-0/server] "); and `cat -n`'s numbers
-_SRUN = re.compile(r" {0,4}(\d{1,5}): ")
-_PDSH = re.compile(r"([a-z][a-z0-9-]*\d[a-z0-9.-]*|\d{1,3}(?:\.\d{1,3}){3}): ")
-_MPIRUN = re.compile(r"\[(\d+,\d+)\]<std(?:out|err)>: ?")
-_KUBECTL_PREFIX = re.compile(r"\[(pod/[\w.-]+)/[\w.-]+\] ")
-_CAT_N = re.compile(r" *\d+\t")
+_SRUN = lazy(r" {0,4}(\d{1,5}): ")
+_PDSH = lazy(r"([a-z][a-z0-9-]*\d[a-z0-9.-]*|\d{1,3}(?:\.\d{1,3}){3}): ")
+_MPIRUN = lazy(r"\[(\d+,\d+)\]<std(?:out|err)>: ?")
+_KUBECTL_PREFIX = lazy(r"\[(pod/[\w.-]+)/[\w.-]+\] ")
+_CAT_N = lazy(r" *\d+\t")
 _MAX_WRAPPERS = 3  # Ray inside docker compose behind kubectl's stamp: wrappers nest
 # kubectl logs --timestamps / docker logs -t: "2026-03-23T14:01:38.123456789Z " before each line
-_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) ")
+_RFC3339 = lazy(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) ")
 # Python logging default: "2025-03-27 21:33:31,320 - INFO - name: msg"
-_PYLOG = re.compile(
+_PYLOG = lazy(
     r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.](\d{3}) - ([A-Z]+) - "
 )
 # torch / glog: "[rank1]:[W623 15:37:01.823833318 socket.cpp:460] msg"
 # (the month is not zero-padded: "W623" is June 23; older builds print "[W CudaIPCTypes.cpp:16]")
 # torch's logging without brackets: "[rank5]:W0215 12:25:06.525000 14707 torch/x.py:504] msg"
-_TORCH = re.compile(r"\[(rank\d+)\]:(?:\[([IWEF])(?:\d{3,4} [\d:.]+)? ?[^\]]*\]|"
-                    r"([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\s]{1,300}\]) ?")
+_TORCH = lazy(r"\[(rank\d+)\]:(?:\[([IWEF])(?:\d{3,4} [\d:.]+)? ?[^\]]*\]|"
+              r"([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\s]{1,300}\]) ?")
 # glog (Mooncake, NIXL, C++ libraries): "E0612 14:05:26.176716 1192408 tcp_transport.cpp:136] msg"
-_GLOG = re.compile(r"([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\s]{1,300}\] ?")
+_GLOG = lazy(r"([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\s]{1,300}\] ?")
 # uvicorn level prefix inside a message: "INFO:     Started server process [123]"
-_LEVEL = re.compile(r"(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
+_LEVEL = lazy(r"(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
 
 # grep -n: the line's number in front of it, "123:" on a matched line and "123-" on a context
 # line; over several files (or -r) the file's name before it, "server.log:123:" / "server.log-123-"
 # (a name holds a letter, a dot or a slash: "45-2026-03-23 …" is line 45); "--" between groups
-_GREP_N = re.compile(r"(\d{1,9})[:-]")
-_GREP_FILE_N = re.compile(r"([\w./-]*?[A-Za-z_./][\w./-]*?)([:-])(\d{1,9})\2")
+_GREP_N = lazy(r"(\d{1,9})[:-]")
+_GREP_FILE_N = lazy(r"([\w./-]*?[A-Za-z_./][\w./-]*?)([:-])(\d{1,9})\2")
 # what follows a clock's or a date's first field ("12:34:56", "03-23 14:01"): a real line, not grep's
-_CLOCK_REST = re.compile(r"\d\d[:.-]\d")
+_CLOCK_REST = lazy(r"\d\d[:.-]\d")
 # what follows srun's label ("3: x") or the line of a compiler's "file.c:5:10: error": grep's too?
-_LABEL_REST = re.compile(r" [^ ]|\d+:")
+_LABEL_REST = lazy(r" [^ ]|\d+:")
 _GREP_LEAD = 3  # lines before grep's first one: its command ("$ grep -n …"), a Markdown fence
 _FENCES = ("```", "~~~")  # a Markdown fence around a paste
 _GREP_FILES_KEPT = 1024  # files whose last line number is kept (memory stays flat)
@@ -134,7 +135,7 @@ def parse_timestamp(ts: str | None, default_year: int | None = None) -> datetime
         return None
 
 
-_GLOG_STAMP = re.compile(r"(?:^|[\[:\s])([IWEF])(\d{1,2})(\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,6})?)")
+_GLOG_STAMP = lazy(r"(?:^|[\[:\s])([IWEF])(\d{1,2})(\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,6})?)")
 
 
 def glog_timestamp(text: str, year: int | None) -> str | None:

@@ -16,9 +16,9 @@ process that is not part of it — and at end of input.
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass, field
 
+from ._lazyre import lazy
 from ._lines import LogLine
 
 MAX_FRAMES_KEPT = 40  # per end (first N and last N frames of a segment are kept)
@@ -30,31 +30,31 @@ MAX_SEGMENTS = 16
 _HEADER = "Traceback (most recent call last):"
 # Every expression here is linear on hostile lines: no two adjacent parts can match the same
 # characters (``.+?\s*$`` or ``-+[+-]*`` would be quadratic on a long run of spaces or dashes).
-_FRAME = re.compile(r"\s*File [\"\u201c]([^\"\u201d]+)[\"\u201d], line (\d+)(?:, in (.+))?$")
+_FRAME = lazy(r"\s*File [\"\u201c]([^\"\u201d]+)[\"\u201d], line (\d+)(?:, in (.+))?$")
 # The same line cut at the screen's edge: 'File "/usr/local/lib/python3.11/dist-packages/sgl'
-_CUT_FRAME = re.compile(
+_CUT_FRAME = lazy(
     r"\s*File [\"\u201c]([^\"\u201d]+)(?:[\"\u201d](?:, line (\d+)(?:, in (.*))?|,[^\"\u201d]*)?)?$")
 MIN_CUT_WIDTH_LINES = 3  # lines of a traceback at its widest length that show a paste's width
 WRAP_MIN_WIDTH = 60  # a line this long that is the traceback's widest may go on, hard-wrapped
-_CARET = re.compile(r"\s*[\^~]+\s*$")
+_CARET = lazy(r"\s*[\^~]+\s*$")
 _CHAIN = (
     "During handling of the above exception, another exception occurred",
     "The above exception was the direct cause of the following exception",
 )
-_EXC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:: ?(.*))?$")
-_EXC_REPR = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:Error|Exception))\((.*)\)$")
-_EXC_NAME = re.compile(
+_EXC = lazy(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:: ?(.*))?$")
+_EXC_REPR = lazy(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:Error|Exception))\((.*)\)$")
+_EXC_NAME = lazy(
     r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Fault|Failure|Timeout|"
     r"OutOfResources|Abort\w*|Group)$"
 )
-_WHAT = re.compile(r"\s*what\(\):\s+(.*)")
-_NATIVE_HEAD = re.compile(r"terminate called after throwing an instance of '([^']+)'")
-_NATIVE_FRAME = re.compile(r"\s*(?:frame #\d+: |Exception raised from |\(no backtrace available\))")
-_GROUP_PREFIX = re.compile(r"\s*(?:\+[-+]*|\|)(?: |$)")
-_GROUP_SEPARATOR = re.compile(r"\s*\+?-[-+]*(?: [\d.]+ -+| \.\.\.)?\s*$")
-_ELLIPSIS = re.compile(r"\s*(?:\.\.\.|\u2026)")
+_WHAT = lazy(r"\s*what\(\):\s+(.*)")
+_NATIVE_HEAD = lazy(r"terminate called after throwing an instance of '([^']+)'")
+_NATIVE_FRAME = lazy(r"\s*(?:frame #\d+: |Exception raised from |\(no backtrace available\))")
+_GROUP_PREFIX = lazy(r"\s*(?:\+[-+]*|\|)(?: |$)")
+_GROUP_SEPARATOR = lazy(r"\s*\+?-[-+]*(?: [\d.]+ -+| \.\.\.)?\s*$")
+_ELLIPSIS = lazy(r"\s*(?:\.\.\.|\u2026)")
 # CPython's own elision of a frame repeated more than 3 times (recursion): nothing is missing
-_REPEATED = re.compile(r"\s*\[Previous line repeated \d+ more times?\]\s*$")
+_REPEATED = lazy(r"\s*\[Previous line repeated \d+ more times?\]\s*$")
 _TERMINAL_PUNCT = tuple(".!?)]}'\">`")
 
 # Event kinds the assembler may fold into a traceback (a message line, a headless start).
@@ -202,7 +202,7 @@ class Traceback:
 
 
 MIN_WRAPPED_CHARS = 8  # a shorter inner message is too common to prove the outer repeats it
-_SPACE = re.compile(r"\s+")
+_SPACE = lazy(r"\s+")
 
 
 def _wraps(outer: ExceptionInfo, inner: ExceptionInfo) -> bool:

@@ -11,17 +11,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .._lazyre import lazy
+
 GIB = 1024**3
 # the nominal count in a name may round up (Qwen2.5-0.5B has 0.49B): take this share of it
 NOMINAL_SHARE = 0.95
 # "72B", "0.5B", "27b": a whole token; not "A3B" (active parameters), "8x7B", "7b1"
-_COUNT = re.compile(r"(?<![A-Za-z\d.])(\d{1,4}(?:\.\d{1,2})?)[Bb](?![A-Za-z\d])")
+_COUNT = lazy(r"(?<![A-Za-z\d.])(\d{1,4}(?:\.\d{1,2})?)[Bb](?![A-Za-z\d])")
 # how the weights are stored, from the name or --quantization: the fewest bytes a hint allows
-_FOUR_BIT = re.compile(r"(?i)awq|gptq|int4|w4a|nvfp4|mxfp4|fp4|4bit|bnb|bitsandbytes|gpt-oss")  # gpt-oss: MXFP4
-_EIGHT_BIT = re.compile(r"(?i)fp8|int8|w8a|8bit|fbgemm|modelopt")
+_FOUR_BIT = lazy(r"(?i)awq|gptq|int4|w4a|nvfp4|mxfp4|fp4|4bit|bnb|bitsandbytes|gpt-oss")  # gpt-oss: MXFP4
+_EIGHT_BIT = lazy(r"(?i)fp8|int8|w8a|8bit|fbgemm|modelopt")
 _SIXTEEN_BIT_DTYPES = {"auto", "bfloat16", "float16", "half", "bf16", "fp16"}
 _THIRTY_TWO_BIT_DTYPES = {"float32", "float", "fp32"}
-_UNSETTLED = re.compile(r"(?i)gguf|exl2|hqq|quant")  # stored some way the name does not say
+_UNSETTLED = lazy(r"(?i)gguf|exl2|hqq|quant")  # stored some way the name does not say
 
 
 def is_quantized(model: str | None, quantization: str | None = None) -> bool:

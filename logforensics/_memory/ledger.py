@@ -13,11 +13,11 @@ Everything is GiB.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._lazyre import lazy
 from .checkpoint import CheckpointSize
 from .torch_oom import OOM_TEXT, TorchOOM, best_oom
 from .units import number, rounded
@@ -31,7 +31,7 @@ STEP_LABEL = {"init": "before weights", "weights": "weights", "kv_cache": "KV ca
               "serving": "serving"}
 PHASE_STEP = {"init": "init", "weights": "weights", "kv_alloc": "kv_cache", "cuda_graph": "cuda_graphs",
               "warmup": "serving", "ready": "serving", "serving": "serving"}
-_TAG_TOKEN = re.compile(r"([A-Z_]+)(\d+)")
+_TAG_TOKEN = lazy(r"([A-Z_]+)(\d+)")
 
 
 # Keys of every ledger's JSON (``runs[].memory``, docs/memory.md) that a server's part fills: the

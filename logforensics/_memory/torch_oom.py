@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._lazyre import lazy
 from .units import rounded
 
 if TYPE_CHECKING:
@@ -28,18 +29,18 @@ _UNIT = r"(bytes|B|KiB|MiB|GiB|TiB)"
 _NUM = r"(\d+(?:\.\d+)?)"
 _FACTOR = {"bytes": 1 / 2**30, "B": 1 / 2**30, "KiB": 1 / 2**20, "MiB": 1 / 2**10, "GiB": 1.0,
            "TiB": 1024.0}
-_REQ = re.compile(rf"Tried to allocate {_NUM} ?{_UNIT}")
-_NEW_TOTAL = re.compile(rf"GPU (\d+) has a total capac(?:ity|ty) of {_NUM} ?{_UNIT}")
-_NEW_FREE = re.compile(rf"of which {_NUM} ?{_UNIT} is free")
-_PROCESS = re.compile(rf"Process (\d+) has {_NUM} ?{_UNIT} memory in use")
-_THIS = re.compile(rf"this process has {_NUM} ?{_UNIT} memory in use")
-_ALLOCATED = re.compile(rf"Of the allocated memory {_NUM} ?{_UNIT} is allocated by PyTorch")
-_RESERVED = re.compile(rf"{_NUM} ?{_UNIT} is reserved by PyTorch but unallocated")
-_OLD_GPU = re.compile(rf"\(GPU (\d+); {_NUM} ?{_UNIT} total capacity")
-_OLD_ALLOCATED = re.compile(rf"{_NUM} ?{_UNIT} already allocated")
-_OLD_FREE = re.compile(rf"; {_NUM} ?{_UNIT} free")
-_OLD_RESERVED = re.compile(rf"{_NUM} ?{_UNIT} reserved in total by PyTorch")
-OOM_TEXT = re.compile(r"(?:CUDA|HIP|NPU|XPU|MUSA) out of memory|CUDA error: out of memory")
+_REQ = lazy(rf"Tried to allocate {_NUM} ?{_UNIT}")
+_NEW_TOTAL = lazy(rf"GPU (\d+) has a total capac(?:ity|ty) of {_NUM} ?{_UNIT}")
+_NEW_FREE = lazy(rf"of which {_NUM} ?{_UNIT} is free")
+_PROCESS = lazy(rf"Process (\d+) has {_NUM} ?{_UNIT} memory in use")
+_THIS = lazy(rf"this process has {_NUM} ?{_UNIT} memory in use")
+_ALLOCATED = lazy(rf"Of the allocated memory {_NUM} ?{_UNIT} is allocated by PyTorch")
+_RESERVED = lazy(rf"{_NUM} ?{_UNIT} is reserved by PyTorch but unallocated")
+_OLD_GPU = lazy(rf"\(GPU (\d+); {_NUM} ?{_UNIT} total capacity")
+_OLD_ALLOCATED = lazy(rf"{_NUM} ?{_UNIT} already allocated")
+_OLD_FREE = lazy(rf"; {_NUM} ?{_UNIT} free")
+_OLD_RESERVED = lazy(rf"{_NUM} ?{_UNIT} reserved in total by PyTorch")
+OOM_TEXT = lazy(r"(?:CUDA|HIP|NPU|XPU|MUSA) out of memory|CUDA error: out of memory")
 
 
 def _gib(m: re.Match[str] | None, num: int = 1) -> float | None:

@@ -7,8 +7,7 @@ classes, hang hints) are ``patterns/sglang/facts.toml``; the catalog is ``patter
 
 from __future__ import annotations
 
-import re
-
+from ..._lazyre import lazy
 from ..._lines import ServerPrefix
 from ..base import Dialect, LaunchArgs, SiteData, StatsMarks, bundled_dir, load_facts
 from .events import RULES
@@ -18,8 +17,8 @@ from .memory import CONDITIONS, read_ledger
 # "[2026-03-23 14:01:38(.123)? DP1 TP3 EP3] msg"; short "[03-23 14:01:38 TP0] msg"; the
 # leading "[" may be lost when a paste is cut.
 PREFIX = ServerPrefix(
-    re.compile(r"\[?(?P<ts>(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,6}))?"
-               r"(?P<tags>(?: (?:[A-Z_]+\d+|encode_server|encode_dp_worker\[\d+\]))*)\] ?"),
+    lazy(r"\[?(?P<ts>(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,6}))?"
+         r"(?P<tags>(?: (?:[A-Z_]+\d+|encode_server|encode_dp_worker\[\d+\]))*)\] ?"),
     first="[0123456789",
 )
 
@@ -29,8 +28,8 @@ DIALECT = Dialect(
     prefix=PREFIX,
     rules=RULES,
     markers=(
-        re.compile(r"sglang\.launch_server|sglang serve\b|server_args=(?:ServerArgs\(|\{'model_path')|sglang[/.]srt[/.]"
-                   r"|sglang version: |The server is fired up and ready to roll"),
+        lazy(r"sglang\.launch_server|sglang serve\b|server_args=(?:ServerArgs\(|\{'model_path')|sglang[/.]srt[/.]"
+             r"|sglang version: |The server is fired up and ready to roll"),
     ),
     hints=(),  # its frames (sglang/srt/) are markers: no other server's log carries them
     event_phase={
@@ -50,17 +49,17 @@ DIALECT = Dialect(
     # The phase a traceback was raised in, read from its frames (innermost match wins): a tail -5
     # paste often has no phase lines at all, but its frames say where the launch was.
     frame_phases=(
-        ("args", re.compile(r"server_args\.py|/arg_groups/|argparse\.py")),
-        ("init", re.compile(r"init_torch_distributed|initialize_model_parallel|init_distributed|"
-                            r"parallel_state\.py|bootstrap\.py|rendezvous|pynccl")),
-        ("weights", re.compile(r"load_weights?\b|model_loader|weight_utils|load_model\b|"
-                               r"from_pretrained|safetensors")),
-        ("kv_alloc", re.compile(r"memory_pool|init_memory_pool|kv_cache_configurator|"
-                                r"pool_configurator|init_cache_with_memory_pool|hiradix_cache")),
-        ("cuda_graph", re.compile(r"cuda_graph|graph_runner|\bcapture\b|init_device_graphs")),
-        ("warmup", re.compile(r"_wait_and_warmup|\bwarmup\b")),
-        ("serving", re.compile(r"event_loop|run_batch|forward_batch|process_batch_result|"
-                               r"handle_generate_request|detokenizer_manager|self_check_during_idle")),
+        ("args", lazy(r"server_args\.py|/arg_groups/|argparse\.py")),
+        ("init", lazy(r"init_torch_distributed|initialize_model_parallel|init_distributed|"
+                      r"parallel_state\.py|bootstrap\.py|rendezvous|pynccl")),
+        ("weights", lazy(r"load_weights?\b|model_loader|weight_utils|load_model\b|"
+                         r"from_pretrained|safetensors")),
+        ("kv_alloc", lazy(r"memory_pool|init_memory_pool|kv_cache_configurator|"
+                          r"pool_configurator|init_cache_with_memory_pool|hiradix_cache")),
+        ("cuda_graph", lazy(r"cuda_graph|graph_runner|\bcapture\b|init_device_graphs")),
+        ("warmup", lazy(r"_wait_and_warmup|\bwarmup\b")),
+        ("serving", lazy(r"event_loop|run_batch|forward_batch|process_batch_result|"
+                         r"handle_generate_request|detokenizer_manager|self_check_during_idle")),
     ),
     memory_kinds=frozenset({
         "dist_init_end", "memory_baseline", "mem_unbalanced", "weight_load_begin", "weight_load_end",
@@ -86,7 +85,7 @@ DIALECT = Dialect(
         "mm_enable_dp_encoder", "trust_remote_code", "port", "host", "dist_init_addr", "nnodes",
     ),
     pid_wrappers=("SGLangEngine pid=", "SchedulerActor pid="),
-    server_command=re.compile(r"sglang\.launch_server|sglang serve|sglang::|-m sglang\b|sglang\.srt"),
+    server_command=lazy(r"sglang\.launch_server|sglang serve|sglang::|-m sglang\b|sglang\.srt"),
     process_name="sglang",
     launch_example="python -m sglang.launch_server …",
     ready_line="The server is fired up and ready to roll",

@@ -25,12 +25,13 @@ from ..._events import (
     pairs,
     parse_arg_value,
 )
+from ..._lazyre import lazy
 
 # server_args: "ServerArgs(model_path='x', tp_size=2, …)" (≤0.5.18) or "{'model_path': 'x', …}"
-_ARG_REPR = re.compile(
+_ARG_REPR = lazy(
     r"(\w{1,128})=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\[[^\]]*\]|\{[^}]*\}|[^,()]*(?:\([^()]*\))?)"
 )
-_ARG_DICT = re.compile(
+_ARG_DICT = lazy(
     r"'(\w+)': ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\[[^\]]*\]|\{[^}]*\}|[^,{}\[\]]*)"
 )
 

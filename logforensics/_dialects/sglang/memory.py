@@ -11,11 +11,11 @@ the Mamba pool's capacity with SGLang's formulas (``sizing.py``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..._lazyre import lazy
 from ..._memory.build import build_ledger
 from ..._memory.checkpoint import checkpoint_size, is_quantized
 from ..._memory.ledger import STEPS, Ledger, RankLedger, attach_tracebacks, rank_label, rank_sort_key
@@ -33,11 +33,11 @@ _EVENT_STEP = {"dist_init_end": "init", "memory_baseline": "init", "weight_load_
                "memory_pool_end": "pools", "cuda_graph_begin": "cuda_graphs",
                "cuda_graph_progress": "cuda_graphs", "cuda_graph_end": "cuda_graphs",
                "scheduler_budget": "serving"}
-_MAMBA_NO_ROOM = re.compile(r"Computed max_mamba_cache_size=(-?\d+) \(total_rest_memory=(-?\d+(?:\.\d+)?) GB, "
-                            r"mamba_cache_per_req=(\d+(?:\.\d+)?) MB\)")
-_MAMBA_TOO_SMALL = re.compile(r"max_mamba_cache_size=(-?\d+), mamba_ratio=(\d+), resulting max_num_reqs=(-?\d+)")
-_MAMBA_POOL_SIZE = re.compile(r"mamba_pool\.size=(\d+)")
-_MFS_IN_TEXT = re.compile(r"mem_fraction_static=(\d+(?:\.\d+)?)|--mem-fraction-static=(\d+(?:\.\d+)?)")
+_MAMBA_NO_ROOM = lazy(r"Computed max_mamba_cache_size=(-?\d+) \(total_rest_memory=(-?\d+(?:\.\d+)?) GB, "
+                      r"mamba_cache_per_req=(\d+(?:\.\d+)?) MB\)")
+_MAMBA_TOO_SMALL = lazy(r"max_mamba_cache_size=(-?\d+), mamba_ratio=(\d+), resulting max_num_reqs=(-?\d+)")
+_MAMBA_POOL_SIZE = lazy(r"mamba_pool\.size=(\d+)")
+_MFS_IN_TEXT = lazy(r"mem_fraction_static=(\d+(?:\.\d+)?)|--mem-fraction-static=(\d+(?:\.\d+)?)")
 
 
 @dataclass

@@ -10,8 +10,7 @@ wrapper, so each process's traceback is assembled on its own).
 
 from __future__ import annotations
 
-import re
-
+from ..._lazyre import lazy
 from ..._lines import ServerPrefix
 from ..base import Dialect, LaunchArgs, SiteData, StatsMarks, bundled_dir, load_facts
 from .events import RULES
@@ -21,8 +20,8 @@ from .memory import CONDITIONS, memory_facts
 # (≤0.7), "ERROR 2025-07-21 14:34:24.934 file.py:62] msg" (NIM's format); with DEBUG the file is a
 # shortened path ("v1/engine/.../core.py").
 PREFIX = ServerPrefix(
-    re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<ts>(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d)"
-               r"(?:[.,](?P<frac>\d{1,6}))? \[?[\w.-]{1,120}(?:/[\w.-]{1,120}){0,12}:\d{1,6}\] ?"),
+    lazy(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<ts>(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d)"
+         r"(?:[.,](?P<frac>\d{1,6}))? \[?[\w.-]{1,120}(?:/[\w.-]{1,120}){0,12}:\d{1,6}\] ?"),
     first="DIWEC",
     repeated=True,
 )
@@ -33,30 +32,30 @@ DIALECT = Dialect(
     prefix=PREFIX,
     rules=RULES,
     markers=(
-        re.compile(r"vLLM API server version |Initializing an? (?:V\d )?LLM engine \(v|vllm serve\b|"
-                   r"\((?:EngineCore(?:_DP\d+|_\d+)?|APIServer) pid=\d+\)|Engine core initialization failed"
-                   r"|vllm/_C\b|\(VllmWorker(?:Process| rank=\d+|-\d+)? pid=|"
-                   r"\((?:ApiServer_\d+|Worker(?:_(?:DP|PP|PCP|TP|DCP|EP)\d+)+) pid=\d+\)|"
-                   r"\bvllm\.entrypoints\.openai\.api_server\b|vLLM server version |\u2588\s+version\s+\d+\.\d+|"
-                   r"\bgpu_memory_utilization\b|GPU memory utilization|Error initializing vLLM engine|vLLM config: |"
-                   r"^\s*Value error, |^usage: vllm \[|^vllm(?: serve)?: error: |"
-                   r"(?:site|dist)-packages/vllm/(?:v1|engine|worker|entrypoints|executor|tokenizers|transformers_utils|reasoning|tool_parsers|renderers)/"),
+        lazy(r"vLLM API server version |Initializing an? (?:V\d )?LLM engine \(v|vllm serve\b|"
+             r"\((?:EngineCore(?:_DP\d+|_\d+)?|APIServer) pid=\d+\)|Engine core initialization failed"
+             r"|vllm/_C\b|\(VllmWorker(?:Process| rank=\d+|-\d+)? pid=|"
+             r"\((?:ApiServer_\d+|Worker(?:_(?:DP|PP|PCP|TP|DCP|EP)\d+)+) pid=\d+\)|"
+             r"\bvllm\.entrypoints\.openai\.api_server\b|vLLM server version |\u2588\s+version\s+\d+\.\d+|"
+             r"\bgpu_memory_utilization\b|GPU memory utilization|Error initializing vLLM engine|vLLM config: |"
+             r"^\s*Value error, |^usage: vllm \[|^vllm(?: serve)?: error: |"
+             r"(?:site|dist)-packages/vllm/(?:v1|engine|worker|entrypoints|executor|tokenizers|transformers_utils|reasoning|tool_parsers|renderers)/"),
         # vLLM's engine configs are pydantic dataclasses (SGLang's ServerArgs is not): a headless
         # paste of their validation error is vLLM's
-        re.compile(r"\d+ validation errors? for (?:Vllm|Model|Cache|Parallel|Scheduler|Device|Load|LoRA|"
-                   r"Speculative|StructuredOutputs|Observability|KVTransfer|KVEvents|ECTransfer|Compilation|"
-                   r"Pass|MultiModal|Pooler|Decoding|SpeechToText|EPLB|Attention|Kernel|Profiler|\w*Offload)Config\b"),
+        lazy(r"\d+ validation errors? for (?:Vllm|Model|Cache|Parallel|Scheduler|Device|Load|LoRA|"
+             r"Speculative|StructuredOutputs|Observability|KVTransfer|KVEvents|ECTransfer|Compilation|"
+             r"Pass|MultiModal|Pooler|Decoding|SpeechToText|EPLB|Attention|Kernel|Profiler|\w*Offload)Config\b"),
     ),
     hints=(
         # a frame of vLLM's package outside the markers' (platforms/, model_executor/, utils…):
         # SGLang imports some of that code, so its tracebacks may show such frames too
-        re.compile(r"(?:site|dist)-packages/vllm/|/vllm/vllm/"),
+        lazy(r"(?:site|dist)-packages/vllm/|/vllm/vllm/"),
         # the multiprocessing worker before its parallel groups exist (then "Worker_TP1"): a name
         # another program's process may have too
-        re.compile(r"^\(Worker pid=\d+\) "),
+        lazy(r"^\(Worker pid=\d+\) "),
         # pydantic's error detail: vLLM's configs are pydantic dataclasses (SGLang's arguments
         # are not), a tail that lost the "N validation errors for …Config" header keeps this
-        re.compile(r"^\s*Input should be [^\n]{1,200}?\[type=\w+, input_value="),
+        lazy(r"^\s*Input should be [^\n]{1,200}?\[type=\w+, input_value="),
     ),
     event_phase={
         "server_version": "launch", "server_args": "args", "max_model_len": "args",
@@ -74,18 +73,18 @@ DIALECT = Dialect(
         "decode_batch": "serving",
     },
     frame_phases=(
-        ("args", re.compile(r"arg_utils\.py|vllm/config/|vllm/config\.py|argparse|cli_args\.py|"
-                            r"transformers_utils/config\.py|create_engine_config")),
-        ("init", re.compile(r"init_device|init_distributed_environment|parallel_state\.py|pynccl|"
-                            r"ensure_model_parallel_initialized|cpu_worker\.py:__init__")),
-        ("weights", re.compile(r"load_model|model_loader|load_weights|weight_utils|initialize_model")),
-        ("kv_alloc", re.compile(r"determine_available_memory|determine_num_available_blocks|profile_run|"
-                                r"kv_cache_utils|kv_cache_planning|initialize_cache|_initialize_kv_caches|"
-                                r"raise_if_cache_size_invalid")),
-        ("cuda_graph", re.compile(r"capture_model|_capture_cudagraphs|cuda_graph|cudagraph")),
-        ("warmup", re.compile(r"_dummy_sampler_run|_dummy_pooler_run|compile_or_warm_up_model")),
-        ("serving", re.compile(r"execute_model|sample_tokens|step_with_batch_queue|run_busy_loop|"
-                               r"process_input_sockets|output_handler")),
+        ("args", lazy(r"arg_utils\.py|vllm/config/|vllm/config\.py|argparse|cli_args\.py|"
+                      r"transformers_utils/config\.py|create_engine_config")),
+        ("init", lazy(r"init_device|init_distributed_environment|parallel_state\.py|pynccl|"
+                      r"ensure_model_parallel_initialized|cpu_worker\.py:__init__")),
+        ("weights", lazy(r"load_model|model_loader|load_weights|weight_utils|initialize_model")),
+        ("kv_alloc", lazy(r"determine_available_memory|determine_num_available_blocks|profile_run|"
+                          r"kv_cache_utils|kv_cache_planning|initialize_cache|_initialize_kv_caches|"
+                          r"raise_if_cache_size_invalid")),
+        ("cuda_graph", lazy(r"capture_model|_capture_cudagraphs|cuda_graph|cudagraph")),
+        ("warmup", lazy(r"_dummy_sampler_run|_dummy_pooler_run|compile_or_warm_up_model")),
+        ("serving", lazy(r"execute_model|sample_tokens|step_with_batch_queue|run_busy_loop|"
+                         r"process_input_sockets|output_handler")),
     ),
     memory_kinds=frozenset({
         "server_args", "max_model_len", "weight_load_end", "memory_budget", "memory_split",
@@ -105,7 +104,7 @@ DIALECT = Dialect(
     ),
     # not Ray's wrappers: its workers may run on other hosts
     pid_wrappers=("APIServer pid=", "EngineCore", "VllmWorker", "Worker"),
-    server_command=re.compile(r"vllm serve|vllm\.entrypoints|VLLM::|-m vllm\b"),
+    server_command=lazy(r"vllm serve|vllm\.entrypoints|VLLM::|-m vllm\b"),
     process_name="vllm",
     launch_example="vllm serve MODEL …",
     ready_line="Application startup complete.",

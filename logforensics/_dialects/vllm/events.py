@@ -25,6 +25,7 @@ from ..._events import (
     convert,
     parse_arg_value,
 )
+from ..._lazyre import lazy
 
 
 def _numbers(m: re.Match[str], _msg: str) -> dict[str, Any]:
@@ -37,8 +38,8 @@ def _numbers(m: re.Match[str], _msg: str) -> dict[str, Any]:
 
 
 # non-default args: {'model_tag': 'x', 'max_model_len': 8192, ...}; args: Namespace(k=v, ...)
-_DICT_ITEM = re.compile(r"'(\w{1,64})': ('(?:[^'\\]|\\.){0,2000}'|\"(?:[^\"\\]|\\.){0,2000}\"|[^,{}\[\]]{0,200})")
-_KW_ITEM = re.compile(r"(\w{1,64})=('(?:[^'\\]|\\.){0,2000}'|\"(?:[^\"\\]|\\.){0,2000}\"|[^,()]{0,200})")
+_DICT_ITEM = lazy(r"'(\w{1,64})': ('(?:[^'\\]|\\.){0,2000}'|\"(?:[^\"\\]|\\.){0,2000}\"|[^,{}\[\]]{0,200})")
+_KW_ITEM = lazy(r"(\w{1,64})=('(?:[^'\\]|\\.){0,2000}'|\"(?:[^\"\\]|\\.){0,2000}\"|[^,()]{0,200})")
 
 
 def _args(m: re.Match[str], msg: str) -> dict[str, Any]:
@@ -57,8 +58,8 @@ def _engine_config(m: re.Match[str], msg: str) -> dict[str, Any]:
     return out
 
 
-_METRICS_PAIR = re.compile(r"(Running|Waiting|Swapped|Pending|Preemptions): (\d+)")
-_KV_USAGE = re.compile(r"(?:GPU )?KV cache usage: ([\d.]+)%")
+_METRICS_PAIR = lazy(r"(Running|Waiting|Swapped|Pending|Preemptions): (\d+)")
+_KV_USAGE = lazy(r"(?:GPU )?KV cache usage: ([\d.]+)%")
 
 
 def _metrics(m: re.Match[str], msg: str) -> dict[str, Any]:

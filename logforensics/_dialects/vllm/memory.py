@@ -23,11 +23,11 @@ See ``docs/vllm.md``.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..._lazyre import lazy
 from ..._memory.torch_oom import parse_torch_oom
 
 MIN_KV_GIB = 1.0  # a suggested utilization leaves at least this much for the KV cache
@@ -37,22 +37,22 @@ BLOCK_SIZE_SINCE = ((0, 34), 64)  # CacheConfig.DEFAULT_BLOCK_SIZE from 0.34
 GRAPHS_IN_BUDGET_SINCE = (0, 21)  # CUDA-graph memory is estimated inside the budget from 0.21
 
 # Figures that arrive inside an exception message rather than as a line of their own.
-_CAPACITY_V1 = re.compile(
+_CAPACITY_V1 = lazy(
     r"max seq len \((?P<max_len>\d+)\), \((?P<needed>[\d.]+) GiB KV cache is needed, which is larger than "
     r"the available KV cache memory \((?P<avail>-?[\d.]+) GiB\)\.(?: Based on the available memory, the "
     r"estimated maximum model length is (?P<est>\d+)\.)?")
-_CAPACITY_V0 = re.compile(r"The model's max seq len \((?P<max_len>\d+)\) is larger than the maximum number of "
-                          r"tokens that can be stored in KV cache \((?P<kv_tokens>\d+)\)")
-_STARTUP_FREE = re.compile(r"(?:Free|Available) memory on (?:device|node) (?:\S+ )?\((?P<free>[\d.]+)/"
-                           r"(?P<total>[\d.]+) GiB\) on "
-                           r"startup is less than desired [GC]PU memory utilization \((?P<util>[\d.]+), "
-                           r"(?P<req>[\d.]+) GiB\)")
-_NO_ROOM = re.compile(r"No available memory for the cache blocks")
+_CAPACITY_V0 = lazy(r"The model's max seq len \((?P<max_len>\d+)\) is larger than the maximum number of "
+                    r"tokens that can be stored in KV cache \((?P<kv_tokens>\d+)\)")
+_STARTUP_FREE = lazy(r"(?:Free|Available) memory on (?:device|node) (?:\S+ )?\((?P<free>[\d.]+)/"
+                     r"(?P<total>[\d.]+) GiB\) on "
+                     r"startup is less than desired [GC]PU memory utilization \((?P<util>[\d.]+), "
+                     r"(?P<req>[\d.]+) GiB\)")
+_NO_ROOM = lazy(r"No available memory for the cache blocks")
 # 0.34's extensible KV cache (the default on CUDA/ROCm) names the utilization it used, or says
 # it took all the memory (its default, 1.0): the budget cannot grow then
-_EXTENSIBLE_UTIL = re.compile(r"within `gpu_memory_utilization`=(?P<util>[\d.]+);|"
-                              r"(?P<all>The extensible KV cache already takes all device memory)")
-_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+_EXTENSIBLE_UTIL = lazy(r"within `gpu_memory_utilization`=(?P<util>[\d.]+);|"
+                        r"(?P<all>The extensible KV cache already takes all device memory)")
+_VERSION = lazy(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 def version_tuple(text: str | None) -> tuple[int, ...] | None:
@@ -397,7 +397,7 @@ def build(events: Iterable[tuple[str, dict[str, Any], int]], messages: Iterable[
 
 # — a run's ledger, the catalog's conditions and facts ————————————————————————————————
 
-_OOM = re.compile(r"(?:CUDA|HIP|NPU|XPU) out of memory|CUDA error: out of memory")
+_OOM = lazy(r"(?:CUDA|HIP|NPU|XPU) out of memory|CUDA error: out of memory")
 # How far the start-up got, by the last kind of line seen (order-independent: a log pasted
 # newest-first still shows how far it got).
 STAGE_OF = {
