@@ -53,6 +53,9 @@ _ZEROS = repeat(OTHER)
 TEMPLATE_MAX_BYTES = 1024  # longer lines are never statistics lines: full path, not learned
 TEMPLATE_MAX_COUNT = 20_000  # bound on the learned templates (memory stays flat)
 DEFERRED_MAX = 1024  # lines a stretch holds to read in their turn (memory stays flat)
+# wrapper classes (a template's wrapper, digits as zeros) a stretch keeps a last line of (the C
+# scan's WRAPPERS); the lines of a template past them are read whole
+WRAPPER_CLASSES = 16
 # kinds read against the run's counts so far (the serving statistics' health-check episodes):
 # never deferred past the stretch's uncounted lines
 ORDERED_KINDS = frozenset({"health_check_failed"})
@@ -99,10 +102,11 @@ StretchItem = tuple[int, int, bytes, int]  # a fast-path line: (number, offset, 
 class BulkStretch:
     """A stretch of statistics lines seen on the fast path: counts per category, and the
     lines that represent it (its first line, the first line of each of ``FIRSTS``, the last
-    line of every category). Items are ``(number, offset, data, category)``. ``stats``: the
-    dialect's marks of its statistics lines."""
+    line of every category and of every wrapper class: a headless line after the stretch
+    belongs to the stream of its wrapper's last line). Items are ``(number, offset, data,
+    category)``. ``stats``: the dialect's marks of its statistics lines."""
 
-    __slots__ = ("count", "counts", "deferred", "first", "firsts", "lasts", "last_number", "stats")
+    __slots__ = ("count", "counts", "deferred", "first", "firsts", "lasts", "last_number", "stats", "wrapper_lasts")
     first: StretchItem | None
     firsts: list[StretchItem | None]
     lasts: list[StretchItem | None]
@@ -117,9 +121,10 @@ class BulkStretch:
         self.first = None
         self.firsts = [None] * CATEGORIES
         self.lasts = [None] * CATEGORIES
+        self.wrapper_lasts: dict[int, StretchItem] = {}  # wrapper class -> its last line
         self.deferred: list[StretchItem] = []  # other lines, read in their turn at the flush
 
-    def _place(self, item: StretchItem) -> None:
+    def _place(self, item: StretchItem, wrapper: int | None = None) -> None:
         cat = item[3]
         self.counts[cat] += 1
         if self.first is None:
@@ -127,6 +132,8 @@ class BulkStretch:
         if cat in FIRSTS and self.firsts[cat] is None:
             self.firsts[cat] = item
         self.lasts[cat] = item
+        if wrapper is not None:
+            self.wrapper_lasts[wrapper] = item
 
     def defer(self, number: int, offset: int, data: bytes) -> None:
         """One line that is not counted but need not end the stretch (``FastPath._deferrable``):
@@ -135,11 +142,12 @@ class BulkStretch:
         self.last_number = number
         self.deferred.append((number, offset, data, OTHER))
 
-    def add_request(self, number: int, offset: int, data: bytes) -> None:
-        """One request-log line (``Receive: obj=…``): only extends the stretch."""
+    def add_request(self, number: int, offset: int, data: bytes, wrapper: int) -> None:
+        """One request-log line (``Receive: obj=…``) of the wrapper class ``wrapper``: only
+        extends the stretch."""
         self.count += 1
         self.last_number = number
-        self._place((number, offset, data, REQUEST))
+        self._place((number, offset, data, REQUEST), wrapper)
 
     def add(self, number: int, offset: int, data: bytes) -> None:
         """One line (``logx watch``'s per-line fast path: a byte test decides)."""
@@ -156,10 +164,10 @@ class BulkStretch:
         self._place((number, offset, data, cat))
 
     def add_segment(self, block: bytes, tl: list, cats: list, a: int, b: int, start: int, end: int,
-                    number: int, offset: int) -> None:
+                    number: int, offset: int, wrappers: dict[bytes, int]) -> None:
         """Lines ``a``..``b-1`` of ``block`` (bytes ``start``..``end``), all of a fast-path
-        category; ``tl`` holds their templates (same lengths as the lines). ``number`` and
-        ``offset`` are those of the block's line 0."""
+        category; ``tl`` holds their templates (same lengths as the lines), ``wrappers`` their
+        wrapper classes. ``number`` and ``offset`` are those of the block's line 0."""
         seg = cats[a:b]
         self.count += b - a
         self.last_number = number + b
@@ -184,6 +192,10 @@ class BulkStretch:
             if cat in FIRSTS and self.firsts[cat] is None:
                 self.firsts[cat] = item(k, cat)
             self.lasts[cat] = item(last - rev.index(cat), cat)
+        classes = list(map(wrappers.get, tl[b - 1 : a - 1 if a else None : -1]))  # last line first
+        for w in {c for c in classes if c is not None}:
+            k = last - classes.index(w)
+            self.wrapper_lasts[w] = item(k, seg[k])
 
     def add_scanned(self, block: bytes, number: int, offset: int, scanned: tuple) -> None:
         """What ``Templates.scan`` consumed of ``block`` (``offset``: the block's; ``number``:
@@ -195,9 +207,11 @@ class BulkStretch:
         def item(index: int, at: int, cat: int) -> StretchItem:
             return (number + index + 1, offset + at, block[at : block.index(b"\n", at)], cat)
 
-        present = [(cat, places) for cat, places in zip(SCANNED, scanned[2:-1], strict=True) if places[0]]
+        present = [(cat, places) for cat, places in zip(SCANNED, scanned[2:-2], strict=True) if places[0]]
         if not present:
             return  # blank lines only
+        for w, index, at, cat in scanned[-2]:
+            self.wrapper_lasts[w] = item(index, at, cat)
         if self.first is None:
             self.first = item(*min((places[1], places[2], cat) for cat, places in present))
         for cat, places in present:
@@ -210,7 +224,7 @@ class BulkStretch:
         """The lines that go through the full pipeline, in file order, as
         ``(number, offset, data, category)``."""
         items = {i for i in (self.first, *self.firsts, *self.lasts) if i}
-        return sorted(items.union(self.deferred))
+        return sorted(items.union(self.wrapper_lasts.values(), self.deferred))
 
 
 class FastPath:
@@ -235,6 +249,9 @@ class FastPath:
         self.statuses: dict[bytes, tuple[int, bool]] = {}
         self.deferrable: set[bytes] = set()  # OTHER templates whose lines need not end a stretch
         self.request_heads: dict[bytes, int] = {}  # request-log head template -> category
+        # statistics template (and request head) -> its wrapper class (``_wrapper_class``)
+        self.wrappers: dict[bytes, int] = {}
+        self.wrapper_classes: dict[str, int] = {}  # a template's wrapper -> its class
         # the C scan's copies of the two tables above (None: the Python scan)
         self.scanner: _scan.Templates | None = None
         self.scan_heads: _scan.Templates | None = None
@@ -250,7 +267,7 @@ class FastPath:
 
     def _add_to_scan(self, table: _scan.Templates, t: bytes, cat: int) -> None:
         status_at, health = self.statuses.get(t, (-1, False))
-        table.add(t, cat, self.layouts.get(t, ()), status_at, health)
+        table.add(t, cat, self.layouts.get(t, ()), status_at, health, self.wrappers.get(t, 0))
 
     def consume(self, chunks: Iterable[bytes], number: int, offset: int) -> tuple[int, int]:
         """Read ``chunks`` (after line ``number``, at byte ``offset``) on the fast path; the
@@ -306,7 +323,7 @@ class FastPath:
                 if self._learn(t, data):
                     continue  # a new statistics template: scan again from this line
                 if self._is_request_log(t, block, pos):
-                    bulk.add_request(number + i + 1, offset + pos, data)
+                    bulk.add_request(number + i + 1, offset + pos, data, self._head_wrapper(t))
                     i, pos = i + 1, nl + 1
                     continue
                 if bulk.count and t in self.deferrable and len(bulk.deferred) < DEFERRED_MAX:
@@ -343,7 +360,7 @@ class FastPath:
                         continue  # a 5xx answer to a health check in it: the segment ends before
                     if ERROR_LINE in cats[i:j] and self._hold_errors(cats, i, j):
                         continue  # an error line no serving line follows: the segment ends before
-                    bulk.add_segment(block, tl, cats, i, j, pos, end, number, offset)
+                    bulk.add_segment(block, tl, cats, i, j, pos, end, number, offset, self.wrappers)
                     self._series_of_segment(block, tl, cats, i, j, pos)
                     i, pos = j, end
                     if i == n:
@@ -354,7 +371,7 @@ class FastPath:
                     cats[i:] = map(get, tl[i:], _ZEROS)
                     continue
                 if self._is_request_log(t, block, pos):
-                    bulk.add_request(number + i + 1, offset + pos, data)
+                    bulk.add_request(number + i + 1, offset + pos, data, self._head_wrapper(t))
                     i += 1
                     pos += len(t) + 1
                     continue
@@ -520,7 +537,14 @@ class FastPath:
         known = self.templates
         if len(t) > TEMPLATE_MAX_BYTES or t in known or not self._room_for_template():
             return False
-        cat = known[t] = self._learn_template(data, t)
+        cat = self._learn_template(data, t)
+        if cat != OTHER:
+            wrapper = self._wrapper_class(t)
+            if wrapper is None:
+                cat = OTHER
+            else:
+                self.wrappers[t] = wrapper
+        known[t] = cat
         if cat == DECODE:
             spans = layout(t, self.dialect.stats.series)
             if spans is not None:
@@ -528,6 +552,23 @@ class FastPath:
         if self.scanner is not None:
             self._add_to_scan(self.scanner, t, cat)
         return cat != OTHER
+
+    def _wrapper_class(self, template: bytes) -> int | None:
+        """The class of the wrapper (docker's service, Ray's actor…, digits as zeros) of the
+        lines of ``template``: a stretch keeps each class's last line, whose stream a headless
+        line after it continues. None when ``WRAPPER_CLASSES`` are taken by others."""
+        wrapper = self.events.read_alone(template).wrapper
+        classes = self.wrapper_classes
+        if wrapper not in classes:
+            if len(classes) >= WRAPPER_CLASSES:
+                return None
+            classes[wrapper] = len(classes)
+        return classes[wrapper]
+
+    def _head_wrapper(self, t: bytes) -> int:
+        """The wrapper class of a request-log line of template ``t`` (its head's)."""
+        mark = self.dialect.stats.request_mark
+        return self.wrappers[t[: t.find(mark) + len(mark)]]
 
     def _is_request_log(self, t: bytes, block: bytes, pos: int) -> bool:
         """Whether the line at ``pos`` (template ``t``) is a ``--log-requests`` line, which the
@@ -545,11 +586,17 @@ class FastPath:
             if len(heads) >= TEMPLATE_MAX_COUNT:
                 return False
             line = block[pos : pos + len(t)]
-            cat = heads[head] = REQUEST if b"\r" not in line and (
+            cat = REQUEST if b"\r" not in line and (
                 template_category(self.events, line) == REQUEST
                 == template_category(self.events, head + b"x)")) else OTHER
+            wrapper = self._wrapper_class(head) if cat == REQUEST else None
+            if wrapper is None:
+                cat = OTHER
+            else:
+                self.wrappers[head] = wrapper
+            heads[head] = cat
             if self.scan_heads is not None:
-                self.scan_heads.add(head, cat)
+                self.scan_heads.add(head, cat, (), -1, False, wrapper or 0)
         return cat == REQUEST and b"\r" not in block[pos : pos + len(t)]
 
     def _room_for_template(self) -> bool:
@@ -562,6 +609,7 @@ class FastPath:
         known.clear()
         self.deferrable.clear()
         known.update(kept)
+        self.wrappers = {t: w for t, w in self.wrappers.items() if t in kept or t in self.request_heads}
         if self.scanner is not None:
             self.scanner = self._new_scan_table()
             for t, c in kept.items():

@@ -39,6 +39,7 @@ enum { OTHER = 0, DECODE = 1, PREFILL = 2, ACCESS = 3, REQUEST = 4, BLANK = 5, N
 #define SPANS (TIME_PARTS + FIGURES)
 #define AGG (1 + 3 * FIGURES) /* serving.Series bucket: lines, then count, sum, max of each figure */
 #define NO_YEAR 2000      /* serving.NO_YEAR: the year of a time printed without one */
+#define WRAPPERS 16       /* _fastpath.WRAPPER_CLASSES: the wrapper classes a scan keeps a last line of */
 
 typedef struct {
     uint64_t hash;
@@ -47,6 +48,7 @@ typedef struct {
     int has_layout;
     Py_ssize_t status_at; /* ACCESS: where the status's first digit is; -1 none */
     int health;           /* ACCESS: a health-check path (a 5xx answer to it is not counted) */
+    int wrapper;          /* the class of the lines' wrapper (their stream's outer part), 0..WRAPPERS-1 */
     Py_ssize_t spans[SPANS][2]; /* (offset, length) in the line; length 0: absent */
 } Entry;
 
@@ -197,10 +199,15 @@ static PyObject *
 Templates_add(TemplatesObject *self, PyObject *args)
 {
     PyObject *template, *layout = NULL;
-    int category, health = 0;
+    int category, health = 0, wrapper = 0;
     Py_ssize_t status_at = -1;
-    if (!PyArg_ParseTuple(args, "Si|O!np:add", &template, &category, &PyTuple_Type, &layout, &status_at, &health))
+    if (!PyArg_ParseTuple(args, "Si|O!npi:add", &template, &category, &PyTuple_Type, &layout, &status_at, &health,
+                          &wrapper))
         return NULL;
+    if (wrapper < 0 || wrapper >= WRAPPERS) {
+        PyErr_SetString(PyExc_ValueError, "wrapper must be a class 0..15");
+        return NULL;
+    }
     if (category < OTHER || (category > WARN && category != ERROR_LINE)) {
         PyErr_SetString(PyExc_ValueError,
                         "category must be OTHER, DECODE, PREFILL, ACCESS, REQUEST, BLANK, NOTE, WARN or ERROR_LINE");
@@ -234,6 +241,7 @@ Templates_add(TemplatesObject *self, PyObject *args)
     e->has_layout = has_layout;
     e->status_at = status_at;
     e->health = health;
+    e->wrapper = wrapper;
     memcpy(e->spans, spans, sizeof(spans));
     Py_RETURN_NONE;
 }
@@ -450,31 +458,32 @@ find_mark(const char *p, Py_ssize_t n, const char *mark, Py_ssize_t mark_len)
 
 /* Whether ``line`` is a --log-requests line by its head (``[…] Receive: obj=``), as
  * _fastpath.FastPath._is_request_log decides: the head's template is a known REQUEST head and
- * the line holds no carriage return. */
-static int
-is_request_line(TemplatesObject *self, const char *line, Py_ssize_t len, TemplatesObject *heads)
+ * the line holds no carriage return: that head's entry, else NULL. */
+static const Entry *
+request_head(TemplatesObject *self, const char *line, Py_ssize_t len, TemplatesObject *heads)
 {
     if (self->request_mark_len == 0 || len <= self->request_min_len)
-        return 0;
+        return NULL;
     Py_ssize_t window = len < self->request_window ? len : self->request_window;
     const char *obj = find_mark(line, window, self->request_mark, self->request_mark_len);
     if (obj == NULL)
-        return 0;
+        return NULL;
     unsigned char head[MAX_TEMPLATE];
     Py_ssize_t head_len = obj - line + self->request_mark_len;
     translate(line, head_len, head);
     Entry *e = lookup(heads, head, head_len);
-    return e != NULL && e->category == REQUEST && memchr(line, '\r', (size_t)len) == NULL;
+    return e != NULL && e->category == REQUEST && memchr(line, '\r', (size_t)len) == NULL ? e : NULL;
 }
 
 /* scan(block, pos, heads, end, width=0)
- *     -> (end, lines, decode, prefill, access, request, note, warn, server_error, error_line, buckets)
+ *     -> (end, lines, decode, prefill, access, request, note, warn, server_error, error_line, wrappers, buckets)
  * Consumes the lines of block[pos:end] while each is a statistics line: its template is a learned DECODE, PREFILL,
  * ACCESS, NOTE, WARN, ERROR_LINE (while a serving line follows it) or BLANK one, or it is a request-log line by ``heads``. ``end`` is the offset
  * of the first line not consumed (``len(block)`` when all were), ``lines`` how many were. Each
  * category gives (count, first_index, first_offset, last_index, last_offset): indexes count
  * lines from ``pos``, offsets are byte offsets of line starts in ``block``; -1 when the
- * category has no line. With ``width`` > 0, ``buckets`` lists the decode lines of templates
+ * category has no line. ``wrappers`` lists, per wrapper class with a line (its templates'
+ * ``wrapper``), its last line as (class, index, offset, category). With ``width`` > 0, ``buckets`` lists the decode lines of templates
  * learned with a layout, summed per bucket of ``width`` seconds (key = time // width), one
  * tuple (key, lines, count, sum, max of each figure) per run of lines in one bucket. */
 static PyObject *
@@ -503,13 +512,23 @@ Templates_scan(TemplatesObject *self, PyObject *args)
     Py_ssize_t first[CATEGORIES], last[CATEGORIES], first_at[CATEGORIES], last_at[CATEGORIES];
     for (int c = 0; c < CATEGORIES; c++)
         first[c] = last[c] = first_at[c] = last_at[c] = -1;
+    /* the last line of each wrapper class and its category: a headless line after the scan
+     * belongs to the stream of its wrapper's last line (_tracebacks), which may be no
+     * category's last */
+    Py_ssize_t wrapper_last[WRAPPERS], wrapper_last_at[WRAPPERS];
+    int wrapper_cat[WRAPPERS];
+    for (int w = 0; w < WRAPPERS; w++) {
+        wrapper_last[w] = wrapper_last_at[w] = -1;
+        wrapper_cat[w] = OTHER;
+    }
     /* An error line is counted only when a serving line (a batch, an access line below 500)
      * follows it in the scan: from it the scan holds what it had counted before it, and goes
      * back there at a second one or at its end, so that the caller reads that line whole (the
      * error lines after a run's last serving line may name its cause). */
     struct {
         Py_ssize_t pos, lines, counts[CATEGORIES], first[CATEGORIES], first_at[CATEGORIES], last[CATEGORIES],
-            last_at[CATEGORIES];
+            last_at[CATEGORIES], wrapper_last[WRAPPERS], wrapper_last_at[WRAPPERS];
+        int wrapper_cat[WRAPPERS];
     } held;
     int holding = 0;
     unsigned char buf[MAX_TEMPLATE + BLOCK];
@@ -520,8 +539,9 @@ Templates_scan(TemplatesObject *self, PyObject *args)
         if (len < 0)
             break;
         int category = OTHER;
+        const Entry *e = NULL;
         if (len <= MAX_TEMPLATE) {
-            Entry *e = self->capacity ? find_slot(self->slots, self->capacity, hash, buf, len) : NULL;
+            e = self->capacity ? find_slot(self->slots, self->capacity, hash, buf, len) : NULL;
             if (e != NULL && e->template == NULL)
                 e = NULL;
             if (e == NULL)
@@ -553,7 +573,8 @@ Templates_scan(TemplatesObject *self, PyObject *args)
                 category = e->status_at >= 0 && !e->health ? SERVER_ERROR : OTHER; /* a 5xx; to a health path: read */
         }
         if (category == OTHER) {
-            if (!is_request_line(self, line, len, heads))
+            e = request_head(self, line, len, heads);
+            if (e == NULL)
                 break;
             category = REQUEST;
         }
@@ -567,6 +588,9 @@ Templates_scan(TemplatesObject *self, PyObject *args)
             memcpy(held.first_at, first_at, sizeof(first_at));
             memcpy(held.last, last, sizeof(last));
             memcpy(held.last_at, last_at, sizeof(last_at));
+            memcpy(held.wrapper_last, wrapper_last, sizeof(wrapper_last));
+            memcpy(held.wrapper_last_at, wrapper_last_at, sizeof(wrapper_last_at));
+            memcpy(held.wrapper_cat, wrapper_cat, sizeof(wrapper_cat));
             holding = 1;
         } else if (category == DECODE || category == PREFILL || category == ACCESS) {
             holding = 0;
@@ -578,6 +602,11 @@ Templates_scan(TemplatesObject *self, PyObject *args)
         }
         last[category] = lines;
         last_at[category] = pos;
+        if (category != BLANK) {
+            wrapper_last[e->wrapper] = lines;
+            wrapper_last_at[e->wrapper] = pos;
+            wrapper_cat[e->wrapper] = category;
+        }
         lines++;
         pos += len + 1;
     }
@@ -589,16 +618,36 @@ Templates_scan(TemplatesObject *self, PyObject *args)
         memcpy(first_at, held.first_at, sizeof(first_at));
         memcpy(last, held.last, sizeof(last));
         memcpy(last_at, held.last_at, sizeof(last_at));
+        memcpy(wrapper_last, held.wrapper_last, sizeof(wrapper_last));
+        memcpy(wrapper_last_at, held.wrapper_last_at, sizeof(wrapper_last_at));
+        memcpy(wrapper_cat, held.wrapper_cat, sizeof(wrapper_cat));
     }
     PyBuffer_Release(&view);
     if (agg[0] && flush_bucket(buckets, key, agg) < 0) {
         Py_DECREF(buckets);
         return NULL;
     }
+    PyObject *wrappers = PyList_New(0);
+    if (wrappers == NULL) {
+        Py_DECREF(buckets);
+        return NULL;
+    }
+    for (int w = 0; w < WRAPPERS; w++) {
+        if (wrapper_last[w] < 0)
+            continue;
+        PyObject *item = Py_BuildValue("(innn)", w, wrapper_last[w], wrapper_last_at[w], (Py_ssize_t)wrapper_cat[w]);
+        if (item == NULL || PyList_Append(wrappers, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(wrappers);
+            Py_DECREF(buckets);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
 #define PLACES(c) counts[c], first[c], first_at[c], last[c], last_at[c]
-    return Py_BuildValue("(nn(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)N)", pos, lines,
+    return Py_BuildValue("(nn(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)(nnnnn)NN)", pos, lines,
                          PLACES(DECODE), PLACES(PREFILL), PLACES(ACCESS), PLACES(REQUEST), PLACES(NOTE), PLACES(WARN),
-                         PLACES(SERVER_ERROR), PLACES(ERROR_LINE), buckets);
+                         PLACES(SERVER_ERROR), PLACES(ERROR_LINE), wrappers, buckets);
 #undef PLACES
 fail:
     PyBuffer_Release(&view);
@@ -608,15 +657,15 @@ fail:
 
 static PyMethodDef Templates_methods[] = {
     {"add", (PyCFunction)Templates_add, METH_VARARGS,
-     "add(template, category, layout=(), status_at=-1, health=False): learn a template (digits as '0', "
-     "no newline), its category, for a decode template the spans of its time parts and figures "
+     "add(template, category, layout=(), status_at=-1, health=False, wrapper=0): learn a template (digits as "
+     "'0', no newline), its category, for a decode template the spans of its time parts and figures "
      "(serving.layout), for an access template the place of its status and whether its path is a "
-     "health check's."},
+     "health check's, and the class of its lines' wrapper."},
     {"scan", (PyCFunction)Templates_scan, METH_VARARGS,
      "scan(block, pos, heads, end, width=0) -> (end, lines, decode, prefill, access, request, note, warn, "
-     "server_error, error_line, buckets): consume the statistics lines of block[pos:end] (request-log lines by the "
-     "templates of their heads in heads); each category is (count, first_index, first_offset, last_index, "
-     "last_offset); buckets: the decode lines' figures summed per bucket of width seconds."},
+     "server_error, error_line, wrappers, buckets): consume the statistics lines of block[pos:end] (request-log "
+     "lines by the templates of their heads in heads); each category is (count, first_index, first_offset, "
+     "last_index, last_offset); wrappers: each wrapper class's last line (class, index, offset, category); buckets: the decode lines' figures summed per bucket of width seconds."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -660,7 +709,8 @@ PyInit__scan(void)
             || PyModule_AddIntConstant(module, "MAX_TEMPLATE", MAX_TEMPLATE) < 0
             || PyModule_AddIntConstant(module, "TIME_PARTS", TIME_PARTS) < 0
             || PyModule_AddIntConstant(module, "FIGURES", FIGURES) < 0
-            || PyModule_AddIntConstant(module, "NO_YEAR", NO_YEAR) < 0) {
+            || PyModule_AddIntConstant(module, "NO_YEAR", NO_YEAR) < 0
+            || PyModule_AddIntConstant(module, "WRAPPERS", WRAPPERS) < 0) {
         Py_DECREF(module);
         return NULL;
     }
