@@ -123,7 +123,7 @@ class MatchSpec:
         return "traceback"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Pattern:
     id: str
     title: str

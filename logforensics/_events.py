@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._lazyre import lazy
 from ._lines import LogLine
@@ -38,8 +38,7 @@ class Event:
         return self.line.number
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(NamedTuple):
     """One line rule. ``starts``: the message starts with this literal; ``contains``: the
     message contains it. ``pattern`` (searched from the start when ``starts`` is set) yields
     the fields; ``parse`` post-processes them."""

@@ -69,7 +69,7 @@ _PLACEHOLDER = lazy(r"\{([A-Za-z_]\w*)\}")
 _ASIDE = lazy(r" ?\([^(){}]{0,24}\{[A-Za-z_]\w*\}[^(){}]{0,20}\)|, (?:here|now) \{[A-Za-z_]\w*\}")
 
 
-@dataclass
+@dataclass(eq=False)
 class Finding:
     """A root cause (or symptom) found in a run, with the lines that prove it."""
 
@@ -135,7 +135,7 @@ class Finding:
         return out
 
 
-@dataclass
+@dataclass(eq=False)
 class Hit:
     pattern: Pattern
     groups: dict[str, Any]

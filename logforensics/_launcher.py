@@ -78,7 +78,7 @@ class LaunchResult:
     started_at: str | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Sidecar:
     """Mirror of the sidecar JSON. Every field is optional: missing or ill-typed keys give the
     default, so a sidecar from a newer/older logx still reads."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from ._lazyre import lazy
 from ._sources import RawLine
@@ -80,8 +81,7 @@ _UVICORN_WIDTH = 10  # "INFO:     ", "ERROR:    ", "WARNING:  "
 _TORCH_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
 
 
-@dataclass(frozen=True, slots=True)
-class ServerPrefix:
+class ServerPrefix(NamedTuple):
     """A server's own line prefix (a dialect's): ``pattern`` is matched at the message start
     (after any wrapper) and names its groups ``ts`` (the time), ``frac`` (its fraction of a
     second, optional), ``tags`` (the process/rank tags, optional) and ``level`` (optional);

@@ -20,7 +20,7 @@ SCHEMA = "logx.report/1"
 VERDICTS = ("failed", "ready", "running", "stale", "empty", "unknown")
 
 
-@dataclass
+@dataclass(eq=False)
 class Report:
     """Everything logx concluded about one log."""
 

@@ -35,7 +35,7 @@ def phase_from_frames(tb: Traceback, dialect: Dialect) -> str | None:
     return dialect.phase_from_frames([f.location for f in tb.frames], [f.function for f in tb.frames])
 
 
-@dataclass
+@dataclass(eq=False)
 class Run:
     """One launch of the server, as far as the log shows it."""
 

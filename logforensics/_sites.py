@@ -384,13 +384,13 @@ def site_index(data: SiteData | None = None) -> SiteIndex:
     few MB of JSON: only when a traceback needs it)."""
     data = data or _default_sites()
     with _LOADING:
-        found = _LOADED.get(data.index)
+        found = _LOADED.get(data.index_file)
         if found is None:
             import gzip
 
-            raw = _data(data.index).read_bytes()
+            raw = _data(data.index_file).read_bytes()
             columns = json.loads(gzip.decompress(raw))
-            found = _LOADED[data.index] = SiteIndex(columns["releases"], columns["columns"], columns["keys"],
+            found = _LOADED[data.index_file] = SiteIndex(columns["releases"], columns["columns"], columns["keys"],
                                                     data)
         return found
 

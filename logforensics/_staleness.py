@@ -36,7 +36,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._catalog import Catalog
 from ._clock import TOLERANCE, age, duration, epoch, iso, log_epoch
@@ -141,8 +141,7 @@ def prepare(path: str | os.PathLike | None, options: Any = None) -> Context:
     return ctx
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(NamedTuple):
     """The freshness inputs known before the log is read: its sidecar and run offset
     (``context``), what the caller knows (``options``: ``pid``, ``since``, ``silence``, as an
     ``analysis.Options``; absent attributes mean unknown), where the verdicts' patterns come from
@@ -155,8 +154,7 @@ class Check:
     now: float | None = None
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(NamedTuple):
     """What the analysis read, as the detector decides on it: the runs, the run of interest and
     its catalog findings, the detected dialect, and how much was read (a stream has no size)."""
 

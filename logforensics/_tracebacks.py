@@ -108,7 +108,7 @@ class ExceptionInfo:
                 "frames_elided": self.frames_elided}
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Traceback:
     """An assembled traceback. ``exceptions`` is the chain in printed order; the last one
     with a type is what was finally raised."""

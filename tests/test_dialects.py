@@ -125,7 +125,7 @@ def test_a_renamed_flag_is_named_as_the_runs_release_names_it(args, version, bou
 
 
 def test_when_unknown_old_names_the_old_flag_only_when_nothing_bounds_the_release():
-    rename = dataclasses.replace(RENAME, since=(0, 5, 20), when_unknown="old")
+    rename = RENAME._replace(since=(0, 5, 20), when_unknown="old")
     assert rename.name_in({}, None, (None, None), "", "Srv") == "--old-flag"
     assert rename.name_in({}, None, ((0, 5, 19), None), "", "Srv").startswith("--old-flag-new (named")
 

@@ -140,7 +140,7 @@ def test_an_exception_line_at_the_paste_s_width_is_read_whole_then_cut(monkeypat
     site = {**SPEC, "t": "KeyError", "re": r"invalid tool call parser: (?P<p>.*?) \(chose from \{ (?P<v>.*?) \}\)"}
     data = sites._default_sites()
     index = SiteIndex.from_records(["0.5.1", "0.5.2"], [site], data=data)
-    monkeypatch.setitem(sites._LOADED, data.index, index)
+    monkeypatch.setitem(sites._LOADED, data.index_file, index)
     wrapped = "'invalid tool call parser: zz (chose from { hermes,ll\nama3_json,mistral })'"
     tb = Traceback(stream="", tag="", wrapper="", first_line=1)
     tb.exceptions.append(ExceptionInfo(type="KeyError", message=wrapped, head_cut=True,
@@ -165,7 +165,7 @@ def test_the_raising_frame_breaks_ties_between_sites_with_one_template():
 def test_an_index_compares_frames_from_its_own_servers_package():
     """Each dialect's index names its server's package: a vLLM frame's path is compared from
     ``vllm/`` on (the raising frame agrees), and the server's core subtree wins a tie."""
-    data = SiteData(index="x.json.gz", categories="x.toml", package="vllm", core="vllm/v1/")
+    data = SiteData(index_file="x.json.gz", categories="x.toml", package="vllm", core="vllm/v1/")
     core = {**SPEC, "f": "vllm/v1/engine/core.py", "fn": "EngineCore.__init__"}
     tool = {**SPEC, "f": "vllm/benchmarks/serve.py", "fn": "main"}
     index = SiteIndex.from_records(["0.5.1", "0.5.2"], [tool, core], data=data)
@@ -370,7 +370,7 @@ def test_the_vllm_index_covers_its_releases_and_finds_a_config_check_nobody_wrot
     data = DIALECTS["vllm"].sites
     index = site_index(data)
     assert index.releases[0] == "0.6.6.post1" and index.releases[-1] == "0.34.0" and len(index) > 10_000
-    size = (Path(__file__).resolve().parent.parent / "logforensics" / "data" / data.index).stat().st_size
+    size = (Path(__file__).resolve().parent.parent / "logforensics" / "data" / data.index_file).stat().st_size
     assert size < 1_500_000
     lines = [
         "(APIServer pid=7) INFO 12-02 01:20:11 [startup.py:96] non-default args: {'model': '/models/m'}",
@@ -455,7 +455,7 @@ def test_a_site_finding_names_the_flag_of_the_logs_release(monkeypatch, version,
     import logforensics._sites as sites
 
     data = sites._default_sites()
-    monkeypatch.setitem(sites._LOADED, data.index,
+    monkeypatch.setitem(sites._LOADED, data.index_file,
                         SiteIndex.from_records(["0.5.10", "0.5.23"], [MAMBA_SITE], data=data))
     data = log_bytes(f"[2026-11-02 10:00:00] sglang version: {version}",
                      "Traceback (most recent call last):",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copyreg
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .._lines import GrepNumbers, without_wrappers
 from .base import CONFIDENCES, PHASE_RANK, PHASES, Dialect
@@ -24,8 +24,7 @@ __all__ = ["CONFIDENCES", "DEFAULT", "DETECT_LINES", "DIALECTS", "PHASES", "PHAS
            "detect", "get", "given", "names"]
 
 
-@dataclass(frozen=True, slots=True)
-class Detection:
+class Detection(NamedTuple):
     """Which dialect reads a log, how sure that is (one of ``CONFIDENCES``) and the line
     number that decided (``None``: given, or nothing decided)."""
 

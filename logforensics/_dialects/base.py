@@ -15,7 +15,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from .. import _cache
 from .._events import Rule
@@ -32,8 +33,7 @@ PHASE_RANK = {p: i for i, p in enumerate(PHASES)}
 CONFIDENCES = ("given", "certain", "likely", "guess")
 
 
-@dataclass(frozen=True, slots=True)
-class StatsMarks:
+class StatsMarks(NamedTuple):
     """The bytes the statistics fast path tests for this server's lines.
 
     ``decode``/``prefill``: a batch-statistics line holds it (``logx watch``'s per-line test);
@@ -58,8 +58,7 @@ class StatsMarks:
     usage_per_unit: float = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class FlagRename:
+class FlagRename(NamedTuple):
     """A flag that changed its name in release ``since`` (the old one may live on a while).
 
     ``fact`` is the catalog placeholder that names the flag of the log's release;
@@ -111,8 +110,7 @@ class FlagRename:
         return f"{self.new} (named {self.old} before {server} {since})"
 
 
-@dataclass(frozen=True, slots=True)
-class VersionHint:
+class VersionHint(NamedTuple):
     """A log-format detail that bounds the release: an event of ``kind`` whose field
     ``field`` is present (``equals`` None) or equals ``equals`` adds ``hint``
     (``">=0.5.19"``, ``"<=0.5.9"``)."""
@@ -123,22 +121,20 @@ class VersionHint:
     equals: Any = None
 
 
-@dataclass(frozen=True, slots=True)
-class Facts:
+class Facts(NamedTuple):
     """A dialect's data file (``patterns/<name>/facts.toml``)."""
 
     flag_renames: tuple[FlagRename, ...] = ()
     version_hints: tuple[VersionHint, ...] = ()
     hybrid_model_classes: tuple[str, ...] = ()  # model classes with a recurrent-state (Mamba) pool
-    hang_hints: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # phase -> (where, what to do)
+    hang_hints: Mapping[str, tuple[str, str]] = MappingProxyType({})  # phase -> (where, what to do)
 
     def hybrid_model(self, model_class: str | None) -> bool:
         """Whether ``model_class`` names a hybrid (attention + recurrent state) model."""
         return bool(model_class) and any(name in model_class for name in self.hybrid_model_classes)  # type: ignore[operator]
 
 
-@dataclass(frozen=True, slots=True)
-class LaunchArgs:
+class LaunchArgs(NamedTuple):
     """The server arguments that name a multi-node launch (``incident.py`` groups node logs by
     them): the number of nodes, this node's rank, the rendezvous address (its parts joined by
     ":", each only when printed) and the tensor-parallel size (it maps a TP rank to its node)."""
@@ -149,14 +145,13 @@ class LaunchArgs:
     tp_size: str
 
 
-@dataclass(frozen=True, slots=True)
-class SiteData:
+class SiteData(NamedTuple):
     """The server's index of failure sites over its released wheels (``sites.py`` reads it).
-    ``index`` and ``categories`` are files in ``logforensics/data/``; ``package`` is the top
+    ``index_file`` and ``categories`` are files in ``logforensics/data/``; ``package`` is the top
     package the sites' files are in (a frame's path is compared from ``<package>/`` on);
     ``core`` the server's own subtree, whose sites win a tie over the package's other programs."""
 
-    index: str  # "sglang_sites.json.gz", built by tools/index_<name>.py
+    index_file: str  # "sglang_sites.json.gz", built by tools/index_<name>.py
     categories: str  # which root cause a site stands for, by its home
     package: str  # "sglang"
     core: str  # "sglang/srt/"
@@ -164,7 +159,7 @@ class SiteData:
     defaults: str | None = None  # "sglang_defaults.json": the argument defaults that changed, by release
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Dialect:
     """One server's knowledge. Build it in ``dialects/<name>/__init__.py`` as ``DIALECT``."""
 

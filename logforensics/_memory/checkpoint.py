@@ -9,7 +9,7 @@ unknown quantization, GGUF) give no figure rather than a guess.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .._lazyre import lazy
 
@@ -32,8 +32,7 @@ def is_quantized(model: str | None, quantization: str | None = None) -> bool:
     return bool(quantization) or bool(_FOUR_BIT.search(name) or _EIGHT_BIT.search(name) or _UNSETTLED.search(name))
 
 
-@dataclass(frozen=True)
-class CheckpointSize:
+class CheckpointSize(NamedTuple):
     """The least the weights take: ``params_billion`` × ``bytes_per_param`` (``storage`` names how)."""
 
     params_billion: float

@@ -79,7 +79,7 @@ class OOMRecord:
         return {"line": self.line, "rank": rank_label(self.tag), "phase": self.phase, **self.oom.to_json()}
 
 
-@dataclass
+@dataclass(eq=False)
 class RankLedger:
     """Where one rank's (one GPU's) memory went. GiB; ``None`` = not in the log."""
 
@@ -234,7 +234,7 @@ def _collapse(labels: list[str]) -> str:
     return ", ".join(labels)
 
 
-@dataclass
+@dataclass(eq=False)
 class Ledger:
     """A run's GPU memory, rank by rank, plus the figures the memory fixes are computed from."""
 

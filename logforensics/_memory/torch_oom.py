@@ -49,7 +49,7 @@ def _gib(m: re.Match[str] | None, num: int = 1) -> float | None:
     return float(m.group(num)) * _FACTOR[m.group(num + 1)]
 
 
-@dataclass
+@dataclass(eq=False)
 class TorchOOM:
     """The figures of one torch CUDA out-of-memory message (GiB; ``None`` = not in the text).
 

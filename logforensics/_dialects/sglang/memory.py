@@ -40,7 +40,7 @@ _MAMBA_POOL_SIZE = lazy(r"mamba_pool\.size=(\d+)")
 _MFS_IN_TEXT = lazy(r"mem_fraction_static=(\d+(?:\.\d+)?)|--mem-fraction-static=(\d+(?:\.\d+)?)")
 
 
-@dataclass
+@dataclass(eq=False)
 class SglangMemory:
     """SGLang's part of a run's ledger (``Ledger.server``): ``--mem-fraction-static`` and the
     Mamba pool's settings, the figures SGLang prints only inside its own errors, and what its

@@ -10,7 +10,7 @@ here (``memory.py`` reads the figures, ``fixes.py`` turns these into sentences).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # — tunables (documented in docs/memory.md) ————————————————————————————————————————
 MIN_KV_ROOM_GIB = 2.0  # a suggested --mem-fraction-static must leave at least this for the KV cache
@@ -46,8 +46,7 @@ def min_viable_mem_fraction_static(avail_after_weights: float, pre: float) -> fl
     return 1.0 - avail_after_weights / pre if pre > 0 else 1.0
 
 
-@dataclass(frozen=True)
-class MfsSuggestion:
+class MfsSuggestion(NamedTuple):
     value: float  # the suggested --mem-fraction-static
     kv_room_gib: float  # rest at that value, re-computed with kv_rest_gib
     outside_gib: float  # pre × (1 − value): left for CUDA graphs and activations

@@ -68,7 +68,7 @@ def floor_to(n: float, step: int) -> int:
     return int(n // step * step)
 
 
-@dataclass
+@dataclass(eq=False)
 class VllmLedger:
     """The figures of one vLLM launch, GiB unless named otherwise; ``None``: not in the log."""
 
