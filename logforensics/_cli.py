@@ -192,7 +192,6 @@ def explain_cmd(
     payloads: list[dict] = []
     worst = EXIT_OK
     if not as_json:  # rich and the renderers only for text: --json starts faster without them
-        from ._render.incident import render_incident
         from ._render.report import render
 
         console = make_console(width)
@@ -217,7 +216,9 @@ def explain_cmd(
             continue
         if len(items) > 1 and item is not items[0]:
             console.print()
-        if isinstance(item, tuple):
+        if isinstance(item, tuple):  # the deployment view (and its merge) only for node logs put together
+            from ._render.incident import render_incident
+
             render_incident(*item, console)
         else:
             render(item, console, verbose=verbose)

@@ -285,6 +285,8 @@ def test_text_commands_import_rich_but_not_typer():
     out, modules = _modules_after(["explain", "--width", "80", str(SEED)], ["status", str(HEALTHY)])
     assert out.strip()
     assert "typer" not in modules and "rich" in modules
+    # one file's report: neither the deployment merge nor its view
+    assert "logforensics._incident" not in modules and "logforensics._render.incident" not in modules
 
 
 def test_help_and_usage_errors_are_typers():
