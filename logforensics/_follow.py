@@ -37,7 +37,7 @@ import errno
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -125,23 +125,27 @@ def _count_lines(fd: int, end: int) -> int | None:
     return count
 
 
-def _start_at(fd: int, pos: int) -> tuple[int, int, bool]:
+def _start_at(fd: int, pos: int, lines_before: Callable[[], int] | None = None) -> tuple[int, int, bool]:
     """Where reading starts when history is skipped: ``(position, lines_before,
     skip_first_fragment)``. When ``pos`` is not at a line boundary (the writer is mid-line),
-    that line's tail is dropped so the first line yielded is a whole one."""
+    that line's tail is dropped so the first line yielded is a whole one. ``lines_before``:
+    the lines before ``pos`` when the caller has counted them (not read again)."""
     if pos <= 0:
         return 0, 0, False
     last = os.pread(fd, 1, pos - 1)
-    counted = _count_lines(fd, pos)
+    counted = lines_before() if lines_before is not None else _count_lines(fd, pos)
     return pos, counted if counted is not None else 0, last != b"\n"
 
 
 def follow_file(path: str | os.PathLike, *, from_end: bool = False, start_offset: int = 0,
                 poll: float = POLL_SECONDS, max_line: int = MAX_LINE_BYTES,
-                partial_after: float | None = None, clock: Clock = SYSTEM_CLOCK) -> Iterator[FollowItem]:
+                partial_after: float | None = None, clock: Clock = SYSTEM_CLOCK,
+                lines_before: Callable[[], int] | None = None) -> Iterator[FollowItem]:
     """Follow ``path`` forever (``tail -F``); see the module docstring. ``start_offset``
     starts the first file at that byte (e.g. where a ``logx run --append`` run began; ignored
-    when beyond the file's end), ``from_end`` at its end. ``partial_after``: a last line
+    when beyond the file's end), ``from_end`` at its end; ``lines_before``, asked when the
+    follower starts, gives the lines before ``start_offset`` when the caller has read them (a
+    watch's back-log), else they are counted. ``partial_after``: a last line
     without newline is yielded (``eol=False``) once the file has not changed for that many
     seconds (its mtime counts, so a file written long ago gives it at once); its continuation,
     if the writer resumes, keeps its line number. Raises ``SourceError`` if the path is a
@@ -167,7 +171,8 @@ def follow_file(path: str | os.PathLike, *, from_end: bool = False, start_offset
         skip_fragment = False
         pos, before = 0, 0
         if from_end or 0 < start_offset <= st.st_size:
-            pos, before, skip_fragment = _start_at(fd, st.st_size if from_end else start_offset)
+            pos, before, skip_fragment = _start_at(fd, st.st_size if from_end else start_offset,
+                                                   None if from_end else lines_before)
         splitter = LineSplitter(max_line, first_number=before + 1, offset=pos)
         yield Tick("opened", f"offset {pos}" if pos else "start")
         data_at = clock.monotonic()  # when bytes last arrived

@@ -26,7 +26,7 @@ import signal
 import stat
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from . import _sites, _staleness
@@ -71,11 +71,13 @@ def _backlog(source: str, options: WatchOptions, context: _staleness.Context | N
 
 
 def open_source(source: str, options: WatchOptions, context: _staleness.Context | None = None,
-                start: int = 0, clock: Clock = SYSTEM_CLOCK) -> tuple[Iterator[FollowItem], str]:
+                start: int = 0, clock: Clock = SYSTEM_CLOCK,
+                lines_before: Callable[[], int] | None = None) -> tuple[Iterator[FollowItem], str]:
     """The follower for ``source`` (``-`` = standard input) and its display name. A file
     that does not exist yet is fine (it is waited for); a directory is a ``SourceError``.
     A ``logx run --append`` sidecar (``context.offset``) starts the file where its run began;
-    ``start``: the bytes already read (the back-log) are not followed again."""
+    ``start``: the bytes already read (the back-log) are not followed again, nor counted when
+    ``lines_before`` gives their lines."""
     if source == "-":
         stdin = sys.stdin
         if stdin is None or stdin.isatty():
@@ -87,7 +89,8 @@ def open_source(source: str, options: WatchOptions, context: _staleness.Context 
         raise SourceError(f"{source}: is a directory, not a log file")
     offset = start or (context.offset if context is not None and not options.from_end else 0)
     return follow_file(source, from_end=options.from_end, start_offset=offset,
-                       poll=options.poll, partial_after=options.idle_flush, clock=clock), source
+                       poll=options.poll, partial_after=options.idle_flush, clock=clock,
+                       lines_before=lines_before if start else None), source
 
 
 def _terminate(signum, frame) -> None:
@@ -124,7 +127,9 @@ def _watcher(source: str, options: WatchOptions, catalog: Catalog, renderer: Ren
             if options.use_sidecar \
             else _staleness.Context(path=path)
     backlog = _backlog(source, options, context)
-    items, name = open_source(source, options, context, start=backlog, clock=clock)
+    # the follower starts after the back-log's catch-up: its line numbers go on from the scan's
+    items, name = open_source(source, options, context, start=backlog, clock=clock,
+                              lines_before=lambda: watcher.analyzer.lines)
     watcher = Watcher(items, renderer, options, catalog, name, monitor if monitor.active else None,
                       path=path, context=context, backlog=backlog, clock=clock)
     if options.until == "exit" and source != "-" and options.pid is None and (

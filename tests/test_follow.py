@@ -140,6 +140,18 @@ def test_start_offset_begins_at_a_later_run(tmp_path):
     assert texts(lines) == ["run 2 a"] and lines[0].number == 3
 
 
+def test_lines_the_caller_has_read_are_not_counted_again(tmp_path):
+    """A watch's back-log, read with the block scan, gives its line count: the follower
+    numbers on from it (asked when it starts) instead of reading the file again."""
+    log = tmp_path / "server.log"
+    first = b"run 1 a\nrun 1 b\n"
+    log.write_bytes(first + b"run 2 a\n")
+    asked = []
+    lines, _ = collect(follow_file(log, start_offset=len(first), poll=0.02,
+                                   lines_before=lambda: asked.append(1) or 41), want(1))
+    assert texts(lines) == ["run 2 a"] and lines[0].number == 42 and asked == [1]
+
+
 def test_long_lines_are_capped_not_buffered_whole(tmp_path, writer):
     log = tmp_path / "server.log"
     log.write_bytes(b"")
