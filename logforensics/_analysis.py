@@ -51,7 +51,7 @@ def run_facts(run: Run) -> dict[str, Any]:
 DETECT_BYTES = 1 << 16  # the dialect is detected from the first lines in this many bytes
 
 
-@dataclass
+@dataclass(eq=False)
 class Options:
     """What the caller knows beyond the log (used by the stale-log detector)."""
 

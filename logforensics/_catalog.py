@@ -94,7 +94,7 @@ class Regex:
         return f"Regex({self.pattern!r})"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class MatchSpec:
     """One ``[[pattern.match]]`` table, compiled. Absent keys are ``None``."""
 
@@ -146,7 +146,7 @@ class Pattern:
         return self.severity in ("fatal", "error")
 
 
-@dataclass
+@dataclass(eq=False)
 class Catalog:
     patterns: list[Pattern]
 
@@ -364,7 +364,7 @@ def timed_fullmatch(pattern: Regex | regex.Pattern, text: str):
 DISABLE_AFTER_TIMEOUTS = 3  # a pattern whose searches time out this often in one file is dropped
 
 
-@dataclass
+@dataclass(eq=False)
 class SlowPattern:
     """A pattern whose regex timed out while reading one file, and what it cost."""
 

@@ -66,7 +66,7 @@ REPORT_TIMEOUT = 10.0
 
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class LaunchResult:
     """What ``launch`` started: the server PID and where its log and sidecar are."""
 

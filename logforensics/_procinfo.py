@@ -29,7 +29,7 @@ PROC = "/proc"
 _DEAD_STATES = frozenset({"Z", "X", "x"})
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ProcessInfo:
     """A snapshot of one process.
 

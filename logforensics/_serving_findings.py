@@ -36,7 +36,7 @@ from ._serving import (
 )
 
 
-@dataclass
+@dataclass(eq=False)
 class Measured:
     """What one check of this stage measured: the ``found_by`` stage of its pattern, the values
     of the pattern's placeholders, its evidence, the figures the JSON keeps (``facts``) and the

@@ -125,7 +125,7 @@ def split_chunks(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Ite
     yield from splitter.finish()
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class SpecialLine:
     """A line ``iter_spans`` hands over on its own: cut at the cap (``truncated``) or the
     last line without newline (``eol`` False). ``size`` counts the bytes it really took in the

@@ -68,7 +68,7 @@ EVIDENCE_TAIL = 5
 # — public data types ————————————————————————————————————————————————————————————————
 
 
-@dataclass
+@dataclass(eq=False)
 class Context:
     """What is known before the log is read: the sidecar and where the run of interest starts."""
 
@@ -78,7 +78,7 @@ class Context:
     offset: int = 0  # byte offset where the run of interest starts (sidecar log_offset)
 
 
-@dataclass
+@dataclass(eq=False)
 class Status:
     """The detector's verdict on the log itself, with the facts behind it."""
 
@@ -207,7 +207,7 @@ def status_json(report: Report) -> dict[str, Any]:
 # — the decision ——————————————————————————————————————————————————————————————————————
 
 
-@dataclass
+@dataclass(eq=False)
 class _Subject:
     """The process the log should belong to."""
 

@@ -68,7 +68,7 @@ _ENDING_KINDS = frozenset({
 })
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Frame:
     file: str
     line: int | None
@@ -85,7 +85,7 @@ class Frame:
                 "source": self.source}
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ExceptionInfo:
     """One exception of a (possibly chained) traceback."""
 

@@ -65,7 +65,7 @@ class ServerPart(Protocol):
         ...
 
 
-@dataclass
+@dataclass(eq=False)
 class OOMRecord:
     """One torch OOM seen in the run: where (line, rank) and in which phase."""
 
