@@ -17,7 +17,6 @@ scored.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import re
 import signal
 import sys
@@ -25,6 +24,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from logforensics._record import replace
 from logforensics._scoring import LabelError, Score, load_labels, score_labels
 
 Shape = Callable[[list[str], str], list[str] | None]  # (lines, key line) -> lines, or None: skip
@@ -129,7 +129,7 @@ def reshape(directory: Path, name: str, out: Path) -> list:
             continue
         path = out / f"{name}-{label.path.name}"
         path.write_bytes(("\n".join(lines) + "\n").encode())
-        labels.append(dataclasses.replace(label, path=path, key_line=""))
+        labels.append(replace(label, path=path, key_line=""))
     return labels
 
 

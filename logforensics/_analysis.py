@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
@@ -24,6 +23,7 @@ from ._findings import Finding, Matcher, rank
 from ._lines import visible_text
 from ._memory import memory_facts
 from ._pipeline import EventStream, Source
+from ._record import record
 from ._report import Report
 from ._runs import PHASE_RANK, Run, RunTracker
 from ._sources import RawLine, check_readable, read_chunks
@@ -51,7 +51,7 @@ def run_facts(run: Run) -> dict[str, Any]:
 DETECT_BYTES = 1 << 16  # the dialect is detected from the first lines in this many bytes
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Options:
     """What the caller knows beyond the log (used by the stale-log detector)."""
 

@@ -13,7 +13,6 @@ import functools
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +21,7 @@ from ._conditions import CONDITIONS
 from ._dialects import DIALECTS
 from ._dialects.base import bundled_dir
 from ._errors import CatalogError
+from ._record import field, record
 
 if TYPE_CHECKING:
     import regex
@@ -94,7 +94,7 @@ class Regex:
         return f"Regex({self.pattern!r})"
 
 
-@dataclass(slots=True, eq=False)
+@record(slots=True, eq=False)
 class MatchSpec:
     """One ``[[pattern.match]]`` table, compiled. Absent keys are ``None``."""
 
@@ -123,7 +123,7 @@ class MatchSpec:
         return "traceback"
 
 
-@dataclass(slots=True, eq=False)
+@record(slots=True, eq=False)
 class Pattern:
     id: str
     title: str
@@ -146,7 +146,7 @@ class Pattern:
         return self.severity in ("fatal", "error")
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Catalog:
     patterns: list[Pattern]
 
@@ -364,7 +364,7 @@ def timed_fullmatch(pattern: Regex | regex.Pattern, text: str):
 DISABLE_AFTER_TIMEOUTS = 3  # a pattern whose searches time out this often in one file is dropped
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class SlowPattern:
     """A pattern whose regex timed out while reading one file, and what it cost."""
 

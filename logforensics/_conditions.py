@@ -9,14 +9,14 @@ against ``CONDITIONS`` at load; the findings stage evaluates them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from . import _memory
 from ._dialects import DIALECTS
+from ._record import record
 from ._runs import Run
 
 
-@dataclass
+@record
 class Evidence:
     line: int
     text: str

@@ -13,13 +13,13 @@ JSON schema ``logx.diff/1`` (keys are only ever added) is documented in the READ
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from ._analysis import Options, explain
 from ._dialects import DIALECTS
 from ._dialects.base import version_tuple
 from ._memory import build_ledger
+from ._record import field, record
 from ._report import Report
 from ._sites import default_change
 
@@ -66,7 +66,7 @@ _GRAPH_BACKEND = re.compile(r"\bbackend=(\w+)")
 # — the record —————————————————————————————————————————————————————————————————————
 
 
-@dataclass
+@record
 class RunRecord:
     """The facts of one run, by section; ``lines`` says where a fact was read (0: derived)."""
 
@@ -203,7 +203,7 @@ def _serving(run, record: RunRecord) -> None:
 # — comparing ——————————————————————————————————————————————————————————————————————
 
 
-@dataclass
+@record
 class Difference:
     section: str
     key: str
@@ -368,7 +368,7 @@ CONFIRM = ("These are likely causes ranked by their usual effect, not proof: an 
            "changes one of them alone (same load, same GPU) confirms which one matters.")
 
 
-@dataclass
+@record
 class Comparison:
     base: RunRecord
     cand: RunRecord

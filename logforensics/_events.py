@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._lazyre import lazy
@@ -23,15 +22,22 @@ if TYPE_CHECKING:
     from ._tracebacks import Traceback
 
 
-@dataclass(slots=True)
 class Event:
-    """A typed fact read from one line (or, for ``kind == "traceback"``, from a block)."""
+    """A typed fact read from one line (or, for ``kind == "traceback"``, from a block).
+    (Built per event, so written out rather than a ``record``: see _record.py.)"""
 
-    kind: str
-    line: LogLine
-    fields: dict[str, Any] = field(default_factory=dict)
-    traceback: Traceback | None = None
-    dialect: str | None = None  # the server whose line this is, in a mixed file (None: the log's)
+    __slots__ = ("kind", "line", "fields", "traceback", "dialect")
+
+    def __init__(self, kind: str, line: LogLine, fields: dict[str, Any] | None = None,
+                 traceback: Traceback | None = None, dialect: str | None = None):
+        self.kind = kind
+        self.line = line
+        self.fields: dict[str, Any] = {} if fields is None else fields
+        self.traceback = traceback
+        self.dialect = dialect  # the server whose line this is, in a mixed file (None: the log's)
+
+    def __repr__(self) -> str:
+        return f"Event({self.kind!r}, line {self.line.number}, {self.fields!r})"
 
     @property
     def number(self) -> int:

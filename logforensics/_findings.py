@@ -13,7 +13,6 @@ import re
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -25,6 +24,7 @@ from ._events import Event
 from ._lazyre import lazy
 from ._lines import ServerPrefix, decode, glog_timestamp, parse_timestamp, printed_year
 from ._matching import required_literals, search, search_message
+from ._record import field, record, replace
 from ._runs import Run, phase_from_frames
 from ._sources import RawLine
 from ._tracebacks import ExceptionInfo, Traceback, is_caret_line
@@ -69,7 +69,7 @@ _PLACEHOLDER = lazy(r"\{([A-Za-z_]\w*)\}")
 _ASIDE = lazy(r" ?\([^(){}]{0,24}\{[A-Za-z_]\w*\}[^(){}]{0,20}\)|, (?:here|now) \{[A-Za-z_]\w*\}")
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Finding:
     """A root cause (or symptom) found in a run, with the lines that prove it."""
 
@@ -135,7 +135,7 @@ class Finding:
         return out
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Hit:
     pattern: Pattern
     groups: dict[str, Any]

@@ -38,10 +38,10 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import BinaryIO
 
 from ._clock import SYSTEM_CLOCK, Clock
+from ._record import record
 from ._sources import CHUNK_BYTES, MAX_LINE_BYTES, LineSplitter, RawLine, SourceError
 
 POLL_SECONDS = 0.05
@@ -49,7 +49,7 @@ READ_BYTES = 256 * 1024  # per read while following: keeps the consumer responsi
 COUNT_LIMIT = 1 << 30  # --from-end counts skipped lines up to this many bytes
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Tick:
     """Control returned to the consumer when no line is ready.
 

@@ -7,7 +7,6 @@ when a run counts as ready for the gate (``gate_ready``).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ._clock import Clock
@@ -15,6 +14,7 @@ from ._findings import Finding
 from ._follow import POLL_SECONDS
 from ._launcher import Sidecar, read_sidecar
 from ._procinfo import process_info
+from ._record import field, record
 from ._runs import Run
 
 UNTIL = ("ready", "exit")
@@ -22,7 +22,7 @@ SETTLE_SECONDS = 0.3  # a problem seen while lines still pour in is decided at m
 SIDECAR_MTIME_SLACK = 2.0  # a log written this long after the sidecar's ended_at: new writer
 
 
-@dataclass
+@record
 class WatchOptions:
     """How to watch. ``mode``: ``auto`` (live view on a TTY, plain lines otherwise),
     ``live``, ``plain`` or ``json``."""
@@ -43,7 +43,7 @@ class WatchOptions:
     dialect: str | None = None  # the server's dialect (None: detected from the first lines)
 
 
-@dataclass
+@record
 class ProcessEnd:
     """How the watched process ended, as far as the sidecar or /proc tell."""
 
@@ -133,7 +133,7 @@ class ProcessMonitor:
         return mtime > ended.timestamp() + SIDECAR_MTIME_SLACK
 
 
-@dataclass
+@record
 class Outcome:
     """How the watch ended."""
 

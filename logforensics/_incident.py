@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -27,6 +26,7 @@ from ._catalog import Catalog
 from ._errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
 from ._findings import CLOCK_TOLERANCE, first_cause
 from ._lines import parse_timestamp
+from ._record import field, record
 from ._report import Report
 
 SCHEMA = "logx.incident/1"
@@ -36,7 +36,7 @@ _PID = re.compile(r" pid=\d+$")
 _DIGITS = re.compile(r"\d+")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Failure:
     """One fatal/error finding of one file, as the merge needs it."""
 
@@ -60,7 +60,7 @@ class Failure:
                 "at": self.at, "node_rank": node_rank, "role": self.role, "title": self.title}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NodeSummary:
     """What the merge reads of one file: identity, time span, phase and failures (no lines)."""
 
@@ -211,7 +211,7 @@ def group(nodes: list[NodeSummary]) -> list[list[int]]:
 # — the merge ——————————————————————————————————————————————————————————————————————
 
 
-@dataclass
+@record
 class Incident:
     """One deployment's verdict: the root cause, its consequences, the nodes and a timeline."""
 
@@ -352,7 +352,7 @@ def _timeline(nodes: list[NodeSummary], node_ranks: list[int | None], root: Fail
 # — the library call ——————————————————————————————————————————————————————————————
 
 
-@dataclass
+@record
 class Explained:
     """``explain_deployments``' result: deployments and the files explained on their own, in
     the order of their first file; errors (unreadable files) in their input slot. ``names``:

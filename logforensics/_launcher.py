@@ -49,13 +49,18 @@ import select
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 # Run as the supervisor script (``python -I launcher.py``) there is no package: only
-# ``_supervise`` runs there, and it raises no LaunchError and reads no sidecar.
+# ``_supervise`` runs there, and it raises no LaunchError and reads no sidecar; its records
+# are the standard library's dataclasses.
+try:
+    from ._record import field, record
+except ImportError:
+    from dataclasses import dataclass as record  # type: ignore[no-redef]
+    from dataclasses import field  # type: ignore[assignment]
 with contextlib.suppress(ImportError):
     from ._errors import LaunchError
     from ._process_end import signal_name
@@ -66,7 +71,7 @@ REPORT_TIMEOUT = 10.0
 
 
 
-@dataclass(slots=True, eq=False)
+@record(slots=True, eq=False)
 class LaunchResult:
     """What ``launch`` started: the server PID and where its log and sidecar are."""
 
@@ -78,7 +83,7 @@ class LaunchResult:
     started_at: str | None = None
 
 
-@dataclass(slots=True, eq=False)
+@record(slots=True, eq=False)
 class Sidecar:
     """Mirror of the sidecar JSON. Every field is optional: missing or ill-typed keys give the
     default, so a sidecar from a newer/older logx still reads."""

@@ -13,7 +13,6 @@ per line on files of gigabytes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
@@ -94,22 +93,36 @@ class ServerPrefix(NamedTuple):
     repeated: bool = False
 
 
-@dataclass(slots=True)
 class LogLine:
     """One decoded line. ``text`` is the visible line (after ANSI/CR clean-up, wrapper
-    included) and is what evidence shows; ``message`` is what remains after every prefix."""
+    included) and is what evidence shows; ``message`` is what remains after every prefix.
+    (Built per line read in full, so written out rather than a ``record``: see _record.py.)"""
 
-    number: int
-    offset: int
-    text: str
-    message: str
-    ts: str | None = None  # timestamp text as printed ("2026-03-23 14:01:38.123")
-    tag: str = ""  # rank tag: "TP0", "DP1 TP3 EP3", "rank1", "" for launcher lines
-    wrapper: str = ""  # "sglang" (docker), "SGLangEngine pid=123" (Ray), "host prog[1]" …
-    level: str | None = None  # INFO/WARNING/… when the line carries one (uvicorn, logging)
-    truncated: bool = False  # cut at the line-length cap by the source
-    eol: bool = True  # False when the input ended inside this line (no newline)
-    at_width: bool = False  # as long as the paste's widest lines: a terminal may have cut it there
+    __slots__ = ("number", "offset", "text", "message", "ts", "tag", "wrapper", "level",
+                 "truncated", "eol", "at_width")
+
+    def __init__(self, number: int, offset: int, text: str, message: str, ts: str | None = None,
+                 tag: str = "", wrapper: str = "", level: str | None = None,
+                 truncated: bool = False, eol: bool = True, at_width: bool = False):
+        self.number = number
+        self.offset = offset
+        self.text = text
+        self.message = message
+        self.ts = ts  # timestamp text as printed ("2026-03-23 14:01:38.123")
+        self.tag = tag  # rank tag: "TP0", "DP1 TP3 EP3", "rank1", "" for launcher lines
+        self.wrapper = wrapper  # "sglang" (docker), "SGLangEngine pid=123" (Ray), "host prog[1]" …
+        self.level = level  # INFO/WARNING/… when the line carries one (uvicorn, logging)
+        self.truncated = truncated  # cut at the line-length cap by the source
+        self.eol = eol  # False when the input ended inside this line (no newline)
+        self.at_width = at_width  # as long as the paste's widest lines: a terminal may have cut it there
+
+    def __repr__(self) -> str:
+        return f"LogLine({self.number}, {self.text!r})"
+
+    def without_message(self) -> LogLine:
+        """This line with an empty ``message`` (a traceback's first line, told apart from its header)."""
+        return LogLine(self.number, self.offset, self.text, "", self.ts, self.tag, self.wrapper,
+                       self.level, self.truncated, self.eol, self.at_width)
 
     @property
     def stream(self) -> str:

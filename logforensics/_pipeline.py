@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 from itertools import chain, islice
 from typing import BinaryIO
 
@@ -93,7 +92,7 @@ class EventStream:
         if event.kind == "request_log":
             # A request log quotes user content (a prompt may quote a traceback): to the
             # traceback assembler it is only the start of a new record.
-            consumed, done = self.assembler.feed(replace(line, message=""), event.kind, repeated)
+            consumed, done = self.assembler.feed(line.without_message(), event.kind, repeated)
         else:
             consumed, done = self.assembler.feed(line, event.kind, repeated)
         if self._present:

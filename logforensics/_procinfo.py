@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
 from ._clock import age, epoch, iso
+from ._record import field, record
 
 PROC = "/proc"
 
@@ -29,7 +29,7 @@ PROC = "/proc"
 _DEAD_STATES = frozenset({"Z", "X", "x"})
 
 
-@dataclass(slots=True, eq=False)
+@record(slots=True, eq=False)
 class ProcessInfo:
     """A snapshot of one process.
 

@@ -19,9 +19,10 @@ import ipaddress
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 import regex
+
+from ._record import record
 
 USER_REGEX_TIMEOUT = 0.25  # seconds per search with a --redact regex (a user's regex may backtrack)
 
@@ -102,7 +103,7 @@ _USER_CONTEXTS = (
 _NOT_A_USER = frozenset({"root", "<user>", "user"})
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Replacement:
     """One kind of redaction in a summary: ``distinct`` values replaced ``count`` times."""
 

@@ -6,7 +6,6 @@ is ``render/report.py``'s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from ._catalog import SlowPattern
@@ -14,13 +13,14 @@ from ._dialects import DEFAULT, Detection
 from ._errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
 from ._findings import Finding
 from ._memory import build_ledger
+from ._record import field, record
 from ._runs import Run
 
 SCHEMA = "logx.report/1"
 VERDICTS = ("failed", "ready", "running", "stale", "empty", "unknown")
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Report:
     """Everything logx concluded about one log."""
 

@@ -10,7 +10,6 @@ whatever the file's size.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,6 +17,7 @@ from ._dialects import DEFAULT, DIALECTS, PHASE_RANK, PHASES, Dialect
 from ._dialects.base import version_tuple
 from ._events import Event
 from ._lines import parse_timestamp
+from ._record import field, record, replace
 from ._serving import HEALTH_PATHS, SERVING_KINDS, ServingStats
 from ._tracebacks import Traceback, is_caret_line
 
@@ -35,7 +35,7 @@ def phase_from_frames(tb: Traceback, dialect: Dialect) -> str | None:
     return dialect.phase_from_frames([f.location for f in tb.frames], [f.function for f in tb.frames])
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Run:
     """One launch of the server, as far as the log shows it."""
 

@@ -25,13 +25,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._analysis import Options, explain_many
 from ._catalog import Catalog, load_catalog
 from ._findings import Finding
+from ._record import field, record
 from ._report import Report
 
 LABELS = "labels.jsonl"
@@ -43,7 +43,7 @@ class LabelError(Exception):
     """A labelled directory that cannot be scored; the message is one line."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Label:
     """One line of ``labels.jsonl``: what a log should be diagnosed as."""
 
@@ -58,7 +58,7 @@ class Label:
         return self.root_cause == HEALTHY
 
 
-@dataclass
+@record
 class Outcome:
     """What logx said about one labelled log."""
 
@@ -93,7 +93,7 @@ class Outcome:
         return out
 
 
-@dataclass
+@record
 class CauseScore:
     """Precision and recall of one root-cause id."""
 
@@ -116,7 +116,7 @@ class CauseScore:
                 "recall": _round(self.recall)}
 
 
-@dataclass
+@record
 class Score:
     """The scores of one labelled directory."""
 

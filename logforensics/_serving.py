@@ -21,11 +21,11 @@ stage reads this module, the findings stage that one).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from ._lines import parse_timestamp
+from ._record import field, record
 
 # the events ServingStats reads (besides plain lines, for JIT compilation, once serving began)
 SERVING_KINDS = frozenset({"decode_batch", "prefill_batch", "kv_retract", "access_log"})
@@ -45,14 +45,14 @@ HEALTH_EPISODE_GAP = 30.0  # seconds: failures closer than this are one episode
 HEALTH_PATHS = ("/health", "/health_generate", "/ping")  # a failed one of these is a failed health check
 
 
-@dataclass
+@record
 class Mark:
     line: int
     ts: str | None
     text: str
 
 
-@dataclass
+@record
 class ServingStats:
     """What the statistics lines of one run showed (bounded: counts, marks, a capped sample)."""
 
@@ -211,7 +211,7 @@ def point(data: bytes, spans: Layout) -> tuple[int, tuple[int, ...]]:
     return days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec, figures
 
 
-@dataclass
+@record
 class Series:
     """A run's decode lines per time bucket of ``width`` seconds (``buckets``: key = time //
     width -> [lines, then count, sum, max of each figure], milli-units, max -1 when none)."""

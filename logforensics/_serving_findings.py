@@ -10,7 +10,6 @@ instead of a second one being made.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Any
 
 from ._catalog import Catalog
@@ -18,6 +17,7 @@ from ._conditions import Evidence
 from ._findings import Finding, stage_finding
 from ._lines import parse_timestamp
 from ._memory import build_ledger
+from ._record import record, replace
 from ._serving import (
     HEALTH_FLAPS,
     HTTP_5XX_BURST,
@@ -36,7 +36,7 @@ from ._serving import (
 )
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Measured:
     """What one check of this stage measured: the ``found_by`` stage of its pattern, the values
     of the pattern's placeholders, its evidence, the figures the JSON keeps (``facts``) and the

@@ -20,7 +20,6 @@ import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from ._analysis import Options, explain
@@ -28,6 +27,7 @@ from ._catalog import Catalog, load_catalog
 from ._lines import visible_text
 from ._memory import build_ledger
 from ._pipeline import Source, raw_lines
+from ._record import field, record
 from ._redact import Redactor, Replacement
 from ._render.memory import ledger_lines, ledger_table
 from ._render.report import phase_timeline, shown_args
@@ -47,7 +47,7 @@ GAP = "[… {} lines …]"
 GAP_ONE = "[… 1 line …]"
 
 
-@dataclass
+@record
 class Share:
     """A shareable excerpt of one log: what it says (all redacted) and the lines behind it."""
 

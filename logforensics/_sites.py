@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 import re
 import threading
-from dataclasses import dataclass, field
 from functools import cache
 
 from ._dialects import DEFAULT, DIALECTS
 from ._dialects.base import SiteData, version_tuple
+from ._record import field, record
 from ._tracebacks import Frame, Traceback
 
 MIN_PARTIAL_CHARS = 16  # literal characters a cut message must match
@@ -40,7 +40,7 @@ def _squash(text: str) -> str:
     return _WS.sub("", text)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Site:
     kind: str  # raise | assert | parser.error | log.error | log.warning
     exc_type: str  # "ValueError"; "" for log calls, "argparse" for parser.error
@@ -93,7 +93,7 @@ class Site:
         return dict.fromkeys(re.findall(r"\(\?P<(\w+)>", self.regex), "")
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class SiteMatch:
     site: Site
     confidence: float
@@ -502,7 +502,7 @@ def renamed_flags(rejected: str, low: Version | None, high: Version | None, data
 # — what a site stands for: its home's root cause (SiteData.categories, data/site_categories.toml) ——
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Category:
     id: str
     what: str

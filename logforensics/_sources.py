@@ -11,20 +11,20 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from ._errors import SourceError
+from ._record import record
 
 CHUNK_BYTES = 1 << 18  # smaller than MAX_LINE_BYTES: see iter_spans
 MAX_LINE_BYTES = 1 << 20
 
 
-@dataclass(slots=True)
-class RawLine:
+class RawLine(NamedTuple):
     """One physical line as bytes (newline dropped), before decoding. ``number`` is 1-based,
-    ``offset`` is the byte offset of the line's first byte in the source."""
+    ``offset`` is the byte offset of the line's first byte in the source. (Built per line:
+    a tuple is the cheapest to make.)"""
 
     number: int
     offset: int
@@ -125,8 +125,8 @@ def split_chunks(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Ite
     yield from splitter.finish()
 
 
-@dataclass(slots=True, eq=False)
-class SpecialLine:
+@record(slots=True, eq=False)
+class SpecialLine:  # not a tuple: a Span is one
     """A line ``iter_spans`` hands over on its own: cut at the cap (``truncated``) or the
     last line without newline (``eol`` False). ``size`` counts the bytes it really took in the
     source, newline included, so offsets stay exact."""

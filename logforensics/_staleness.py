@@ -34,7 +34,6 @@ import contextlib
 import os
 import stat
 import time
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -53,6 +52,7 @@ from ._procinfo import (
     related,
     std_streams,
 )
+from ._record import field, record
 from ._report import Report
 from ._runs import Run
 
@@ -68,7 +68,7 @@ EVIDENCE_TAIL = 5
 # — public data types ————————————————————————————————————————————————————————————————
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Context:
     """What is known before the log is read: the sidecar and where the run of interest starts."""
 
@@ -78,7 +78,7 @@ class Context:
     offset: int = 0  # byte offset where the run of interest starts (sidecar log_offset)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Status:
     """The detector's verdict on the log itself, with the facts behind it."""
 
@@ -207,7 +207,7 @@ def status_json(report: Report) -> dict[str, Any]:
 # — the decision ——————————————————————————————————————————————————————————————————————
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class _Subject:
     """The process the log should belong to."""
 

@@ -16,10 +16,10 @@ process that is not part of it — and at end of input.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
 
 from ._lazyre import lazy
 from ._lines import LogLine
+from ._record import field, record
 
 MAX_FRAMES_KEPT = 40  # per end (first N and last N frames of a segment are kept)
 MAX_MESSAGE_LINES = 60
@@ -68,7 +68,7 @@ _ENDING_KINDS = frozenset({
 })
 
 
-@dataclass(slots=True, eq=False)
+@record(slots=True, eq=False)
 class Frame:
     file: str
     line: int | None
@@ -85,7 +85,7 @@ class Frame:
                 "source": self.source}
 
 
-@dataclass(slots=True, eq=False)
+@record(slots=True, eq=False)
 class ExceptionInfo:
     """One exception of a (possibly chained) traceback."""
 
@@ -108,7 +108,7 @@ class ExceptionInfo:
                 "frames_elided": self.frames_elided}
 
 
-@dataclass(slots=True, eq=False)
+@record(slots=True, eq=False)
 class Traceback:
     """An assembled traceback. ``exceptions`` is the chain in printed order; the last one
     with a type is what was finally raised."""

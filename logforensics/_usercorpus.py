@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ._analysis import Options, explain
 from ._catalog import Catalog, load_catalog
+from ._record import record
 from ._redact import Redactor
 from ._scoring import HEALTHY, LABELS, LabelError, Score, answer_of, answered_by, load_labels, score_directory
 from ._share import build_share, read_lines, rereadable
@@ -33,7 +33,7 @@ MAX_TRIMMED = 400  # longer copies are stored as they are (trimming explains onc
 STARTUP_PHASES = ("launch", "args", "import", "init", "weights", "kv_alloc", "cuda_graph", "warmup")
 
 
-@dataclass
+@record
 class Added:
     """One log added to a corpus."""
 
@@ -164,7 +164,7 @@ def _label_row(ident: str, expect: str, shared, excerpt: list[tuple[int, str]], 
     }
 
 
-@dataclass
+@record
 class Check:
     """A corpus scored, and the labels ``--update`` changed."""
 

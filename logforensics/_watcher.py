@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 from typing import Any
 
 from . import _staleness
@@ -38,6 +37,7 @@ from ._gate import (
     gate_ready,
 )
 from ._process_end import death_values
+from ._record import replace
 from ._render.watch import Renderer
 from ._report import Report
 from ._runs import PHASE_RANK, Run

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import json
 import re
@@ -21,6 +20,7 @@ from logforensics._dialects import DETECT_LINES, DIALECTS, detect, get
 from logforensics._dialects.base import PHASES, FlagRename, bundled_dir, load_facts
 from logforensics._dialects.sglang import DIALECT as SGLANG
 from logforensics._lines import LogLine, ServerPrefix, split_prefixes
+from logforensics._record import replace
 from logforensics._runs import Run
 from logforensics._sources import RawLine
 
@@ -31,7 +31,7 @@ PREFIXED = "[2026-03-23 14:00:05 TP0] something only a prefix tells"
 @pytest.fixture
 def other(monkeypatch):
     """A second dialect ("other") registered for the test: SGLang's tables, its own marker."""
-    dialect = dataclasses.replace(SGLANG, name="other", label="Other",
+    dialect = replace(SGLANG, name="other", label="Other",
                                   markers=(re.compile(r"OTHER SERVER v\d"),))
     monkeypatch.setitem(DIALECTS, "other", dialect)
     return dialect
@@ -58,7 +58,7 @@ def test_detection_reads_the_servers_line_behind_a_wrapper(wrap):
 def test_a_hint_counts_with_the_prefixed_lines_and_never_decides_alone(other, monkeypatch):
     """A line another server's log may carry too (a hint) makes its dialect likely, not
     certain; the dialect more lines speak for wins."""
-    hinted = dataclasses.replace(other, prefix=ServerPrefix(re.compile(r"NO PREFIX"), first="N"),
+    hinted = replace(other, prefix=ServerPrefix(re.compile(r"NO PREFIX"), first="N"),
                                  hints=(re.compile(r"other/frame\.py"),))
     monkeypatch.setitem(DIALECTS, "other", hinted)
     frame = '  File "/x/other/frame.py", line 3, in f'
@@ -86,7 +86,7 @@ def test_unknown_dialect_names_the_known_ones():
 
 def test_a_dialect_maps_events_only_to_known_phases():
     with pytest.raises(ValueError, match="unknown phase"):
-        dataclasses.replace(SGLANG, event_phase={"ready": "almost_ready"})
+        replace(SGLANG, event_phase={"ready": "almost_ready"})
 
 
 def test_a_server_prefix_is_data_the_line_splitter_reads():

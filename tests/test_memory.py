@@ -7,7 +7,6 @@ out by hand from the log lines with the formula in ``docs/memory.md``.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 
@@ -38,6 +37,7 @@ from logforensics._dialects.sglang.sizing import (
 )
 from logforensics._memory import build_ledger, parse_torch_oom
 from logforensics._memory.checkpoint import checkpoint_size, is_quantized
+from logforensics._record import fields
 from logforensics._render.report import render
 from logforensics._runs import Run
 
@@ -310,7 +310,7 @@ def test_ledger_dp_ranks():
 
 def test_the_generic_ledger_names_no_server_and_one_schema_serves_all():
     """SGLang's settings live in its part (``Ledger.server``); every ledger's JSON has the same keys."""
-    names = {f.name for f in dataclasses.fields(memory.Ledger)}
+    names = {f.name for f in fields(memory.Ledger)}
     assert not [n for n in names if any(w in n for w in ("mamba", "fraction", "mfs", "sglang", "radix"))]
     sglang = ledger_of("mamba_slot_exhaustion__qwen3_next_extra_buffer.log")
     assert isinstance(sglang.server, SglangMemory) and sglang.setting("mem_fraction_static") is not None

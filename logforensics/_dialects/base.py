@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -21,6 +20,7 @@ from typing import Any, NamedTuple
 from .. import _cache
 from .._events import Rule
 from .._lines import ServerPrefix
+from .._record import field, record
 
 # The lifecycle every dialect maps its events onto, in order: phases compare across
 # servers (the catalog's ``phase`` key, the timeline, "how far did the launch get").
@@ -159,7 +159,7 @@ class SiteData(NamedTuple):
     defaults: str | None = None  # "sglang_defaults.json": the argument defaults that changed, by release
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class Dialect:
     """One server's knowledge. Build it in ``dialects/<name>/__init__.py`` as ``DIALECT``."""
 

@@ -14,10 +14,10 @@ Everything is GiB.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._lazyre import lazy
+from .._record import field, record
 from .checkpoint import CheckpointSize
 from .torch_oom import OOM_TEXT, TorchOOM, best_oom
 from .units import number, rounded
@@ -65,7 +65,7 @@ class ServerPart(Protocol):
         ...
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class OOMRecord:
     """One torch OOM seen in the run: where (line, rank) and in which phase."""
 
@@ -79,7 +79,7 @@ class OOMRecord:
         return {"line": self.line, "rank": rank_label(self.tag), "phase": self.phase, **self.oom.to_json()}
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class RankLedger:
     """Where one rank's (one GPU's) memory went. GiB; ``None`` = not in the log."""
 
@@ -234,7 +234,7 @@ def _collapse(labels: list[str]) -> str:
     return ", ".join(labels)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Ledger:
     """A run's GPU memory, rank by rank, plus the figures the memory fixes are computed from."""
 

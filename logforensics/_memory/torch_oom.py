@@ -7,10 +7,10 @@ one home of its figures for every dialect. Units: torch prints GiB/MiB; everythi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._lazyre import lazy
+from .._record import field, record
 from .units import rounded
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def _gib(m: re.Match[str] | None, num: int = 1) -> float | None:
     return float(m.group(num)) * _FACTOR[m.group(num + 1)]
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class TorchOOM:
     """The figures of one torch CUDA out-of-memory message (GiB; ``None`` = not in the text).
 

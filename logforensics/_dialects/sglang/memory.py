@@ -12,7 +12,6 @@ the Mamba pool's capacity with SGLang's formulas (``sizing.py``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..._lazyre import lazy
@@ -21,6 +20,7 @@ from ..._memory.checkpoint import checkpoint_size, is_quantized
 from ..._memory.ledger import STEPS, Ledger, RankLedger, attach_tracebacks, rank_label, rank_sort_key
 from ..._memory.torch_oom import other_threshold_gib
 from ..._memory.units import frac, gib_text, number, rounded
+from ..._record import field, record
 from .sizing import kv_rest_gib, mamba_per_request_gib, mamba_requests_fit, mamba_slots_per_request
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ _MAMBA_POOL_SIZE = lazy(r"mamba_pool\.size=(\d+)")
 _MFS_IN_TEXT = lazy(r"mem_fraction_static=(\d+(?:\.\d+)?)|--mem-fraction-static=(\d+(?:\.\d+)?)")
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class SglangMemory:
     """SGLang's part of a run's ledger (``Ledger.server``): ``--mem-fraction-static`` and the
     Mamba pool's settings, the figures SGLang prints only inside its own errors, and what its

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..._lazyre import lazy
 from ..._memory.torch_oom import parse_torch_oom
+from ..._record import field, record
 
 MIN_KV_GIB = 1.0  # a suggested utilization leaves at least this much for the KV cache
 UTIL_CAP = 0.95  # never suggest a utilization above this (graphs and the sampler need the rest)
@@ -68,7 +68,7 @@ def floor_to(n: float, step: int) -> int:
     return int(n // step * step)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class VllmLedger:
     """The figures of one vLLM launch, GiB unless named otherwise; ``None``: not in the log."""
 
