@@ -53,7 +53,7 @@ FOUND_BY = {
 # the stages that read the host (the file's times, its processes, watch's process), not the log
 # alone: no fixture can show them (tests/test_staleness.py and tests/test_watch.py make them)
 HOST_STAGES = frozenset({"empty_log", "stale_log", "silent_process", "process_gone"})
-MATCH_KEYS = (*TRACEBACK_KEYS, "line", "condition", "found_by")
+MATCH_KEYS = (*TRACEBACK_KEYS, "line", "condition", "found_by", "event", "at_least")
 MERGES = ("id", "title")  # findings of one pattern: one per id, or one per filled title
 BUILTIN_FOLDER = "builtin"  # the bundled patterns of the findings logx's stages make
 REQUIRED = ("id", "title", "severity", "phase", "explanation", "fix")
@@ -106,6 +106,8 @@ class MatchSpec:
     line: Regex | None = None
     condition: str | None = None
     found_by: str | None = None  # made by a stage of logx (FOUND_BY), not matched
+    event: str | None = None  # an event kind the dialect's rules read from a line
+    at_least: dict[str, float] | None = None  # the event's fields that must be at least these numbers
 
     @property
     def on_traceback(self) -> bool:
@@ -118,6 +120,8 @@ class MatchSpec:
             return "found_by"
         if self.condition:
             return "condition"
+        if self.event:
+            return "event"
         if self.line is not None:
             return "line"
         return "traceback"
@@ -158,6 +162,12 @@ class Catalog:
         self.line_specs = [(p, s) for p in self.patterns for s in p.matches if s.kind == "line"]
         self.condition_specs = [(p, s) for p in self.patterns for s in p.matches
                                 if s.kind == "condition"]
+        # event kind -> its specs: read off the event's fields, no regex (the line was read once)
+        self.event_specs: dict[str, list[tuple[Pattern, MatchSpec]]] = {}
+        for p in self.patterns:
+            for s in p.matches:
+                if s.event:
+                    self.event_specs.setdefault(s.event, []).append((p, s))
         self._found_by = {s.found_by: p for p in self.patterns for s in p.matches if s.found_by}
         self._views: dict[str, Catalog] = {}
 
@@ -328,6 +338,8 @@ def build_match(table: dict, fail, compile_now: bool = True) -> MatchSpec:
         if table["found_by"] not in FOUND_BY:
             raise fail(f"unknown found_by '{table['found_by']}' (known: {', '.join(sorted(FOUND_BY))})")
         return MatchSpec(found_by=table["found_by"])
+    if "event" in table or "at_least" in table:
+        return _event_match(table, fail)
     spec = MatchSpec()
     for key in (*TRACEBACK_KEYS, "line"):
         if key in table:
@@ -349,6 +361,22 @@ def build_match(table: dict, fail, compile_now: bool = True) -> MatchSpec:
                        f"(known: {', '.join(sorted(CONDITIONS))})")
         spec.condition = table["condition"]
     return spec
+
+
+def _event_match(table: dict, fail) -> MatchSpec:
+    """``event = "kind"`` (with ``at_least = {field = number, …}``): the events a dialect's
+    rules read, their parsed fields compared, with no regex of the catalog's own."""
+    if set(table) - {"event", "at_least"}:
+        raise fail("'event' takes only 'at_least' beside it in its match table")
+    kinds = {rule.kind for dialect in DIALECTS.values() for rule in dialect.rules}
+    kind = table.get("event")
+    if kind not in kinds:
+        raise fail(f"unknown event '{kind}' (an event kind a dialect's rules read, e.g. 'cuda_graph_end')")
+    at_least = table.get("at_least", {})
+    if not isinstance(at_least, dict) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in at_least.values()):
+        raise fail("'at_least' must be a table of field = number")
+    return MatchSpec(event=kind, at_least={k: float(v) for k, v in at_least.items()})
 
 
 def timed_search(pattern: Regex | regex.Pattern, text: str, partial: bool = False, pos: int = 0):

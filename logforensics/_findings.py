@@ -258,9 +258,22 @@ class Matcher:
     def on_event(self, event: Event, run: Run, last_line: bool = False) -> list[Hit]:
         if event.kind == "traceback" and event.traceback is not None:
             return self.on_traceback(event.traceback, run)
+        specs = self.catalog.event_specs.get(event.kind)
+        if specs:
+            self._on_fields(event, run, specs)
         if event.kind in _SKIP_LINE_KINDS:
             return []
         return self.on_line(event, run, last_line)
+
+    def _on_fields(self, event: Event, run: Run, specs: list[tuple[Pattern, MatchSpec]]) -> None:
+        """The ``event`` match tables of the event's kind: its fields fill the pattern's text."""
+        fields = event.fields
+        for pattern, spec in specs:
+            if all(isinstance(value := fields.get(name), int | float) and value >= least
+                   for name, least in (spec.at_least or {}).items()):
+                self.hits.setdefault(run.index, []).append(
+                    Hit(pattern, {k: v for k, v in fields.items() if v is not None},
+                        [Evidence(event.number, event.line.text)], CONFIDENCE["line"], event.line.stream))
 
     def on_line(self, event: Event, run: Run, may_be_cut: bool = False) -> list[Hit]:
         msg = event.line.message

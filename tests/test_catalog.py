@@ -84,6 +84,11 @@ def test_user_pattern_overrides_builtin_by_id(tmp_path):
     (GOOD.replace("line =", "found_by = 'unexplained_traceback'\n  line ="), "'found_by' stands alone"),
     (GOOD.replace('phase = "serving"', 'phase = "serving"\nmerge = "type"'), "merge must be one of"),
     (GOOD.replace('phase = "serving"', 'phase = "serving"\nsurvivable = "yes"'), "survivable must be true"),
+    (GOOD.replace("line = 'boom (?P<thing>\\w+)'", "event = 'no_such_kind'"), "unknown event 'no_such_kind'"),
+    (GOOD.replace("line = 'boom (?P<thing>\\w+)'", "event = 'cuda_graph_end'\n  at_least = { x = 'big' }"),
+     "'at_least' must be a table of field = number"),
+    (GOOD.replace("line = 'boom (?P<thing>\\w+)'", "event = 'cuda_graph_end'\n  line = 'x'"),
+     "'event' takes only 'at_least'"),
 ])
 def test_bad_pattern_files_name_file_id_and_problem(tmp_path, text, problem):
     d = pattern_dir(tmp_path, text)

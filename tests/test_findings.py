@@ -153,6 +153,18 @@ def test_condition_killed_from_outside():
     assert found[0].id == "died" and found[0].evidence[0].text == "Killed"
 
 
+def test_an_event_pattern_reads_the_parsed_fields_of_the_dialects_rule():
+    """``event``/``at_least``: the fields the dialect's rule read from the line fill the title
+    (the release's form parsed once, by the rule); a figure below the bound is no finding."""
+    big = {"id": "graphs", "title": "took {mem_usage_gb} GB",
+           "match": [{"event": "cuda_graph_end", "at_least": {"mem_usage_gb": 4}}]}
+    found = findings(log_bytes(
+        "[2026-03-23 14:00:05 TP0] Capture cuda graph end. Time elapsed: 3.10 s. mem usage=1.20 GB. avail mem=9.07 GB.",
+        "[2026-03-23 14:00:09 TP0] Capture cuda graph end. Time elapsed: 33.1 s. mem usage=7.85 GB. avail mem=4.07 GB.",
+    ), big)
+    assert [(f.id, f.title, [e.line for e in f.evidence]) for f in found] == [("graphs", "took 7.85 GB", [2])]
+
+
 def test_unknown_exception_the_server_survived_is_a_warning():
     data = log_bytes(
         "[2026-03-23 14:00:50] The server is fired up and ready to roll!",
