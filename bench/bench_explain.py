@@ -8,9 +8,10 @@ Generates the log with ``bench/gen_log.py`` (cached in ``--keep DIR`` when given
 each in a fresh child process: ``logx explain`` (the installed console script, every stage on),
 ``logx explain --json``, ``logx explain`` with the Python scan (``LOGX_PURE_PYTHON=1``: what a
 machine without a C compiler at install gets), ``logx watch --until ready`` following the file
-from its start (it catches up on the back-log, then stops at the log's crash), a plain Python loop that only reads the lines,
-and ``grep -c Traceback``. Prints a Markdown table: seconds, CPU seconds, MB/s, lines/s and peak RSS (the child's
-``ru_maxrss``, read by a fresh wrapper process so that no other child pollutes it).
+from its start (it catches up on the back-log, then stops at the log's crash), a plain Python
+loop that only reads the lines, and ``grep -c Traceback``. Prints a Markdown table: seconds,
+CPU seconds, MB/s, lines/s and peak RSS (the child's ``ru_maxrss``, read by a fresh wrapper
+process so that no other child pollutes it).
 
 ``--shapes`` instead benchmarks each of gen_log.py's shapes (``all`` or a comma list): per shape,
 ``logx explain`` and the plain read loop, interleaved in the same run, and a table of each
@@ -231,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| command | time (s) | CPU (s) | MB/s | lines/s | peak RSS (MB) | exit |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for label, secs, rss, rc, cpu in results:
-        print(f"| {label} | {secs:.2f} | {cpu:.2f} | {mb / secs:,.0f} | {lines / secs:,.0f} | {rss / 1024:.0f} | {rc} |")
+        print(f"| {label} | {secs:.2f} | {cpu:.2f} | {mb / secs:,.0f} | {lines / secs:,.0f} | "
+              f"{rss / 1024:.0f} | {rc} |")
     explain_secs = results[0][1]
     loop_secs = results[4][1]
     print(f"\nexplain runs at {loop_secs / explain_secs:.0%} of the plain read loop's speed.")

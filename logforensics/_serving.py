@@ -201,14 +201,30 @@ def days_from_civil(y: int, m: int, d: int) -> int:
     return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
 
 
-def point(data: bytes, spans: Layout) -> tuple[int, tuple[int, ...]]:
+def point(data: bytes, spans: Layout, days: dict[bytes, int] | None = None) -> tuple[int, tuple[int, ...]]:
     """The line's time (seconds since 1970 in the log's clock) and figures (milli-units, -1:
-    not printed), read at ``spans``."""
-    parts = [int(data[a:a + n]) if n else (NO_YEAR if i == 0 else 0)
-             for i, (a, n) in enumerate(spans[:TIME_PARTS])]
-    figures = tuple(milli(data[a:a + n]) if n else -1 for a, n in spans[TIME_PARTS:])
-    y, mo, d, h, mi, sec = parts
-    return days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec, figures
+    not printed), read at ``spans``. ``days``: a cache of the date's days by its bytes (the
+    Python scan reads every decode line here, and a log has few dates)."""
+    (ya, yn), (moa, mon), (da, dn), (ha, hn), (mia, min_), (sa, sn) = spans[:TIME_PARTS]
+    date = data[ya:ya + yn] + data[moa:moa + mon] + data[da:da + dn]
+    day = days.get(date) if days is not None else None
+    if day is None:
+        day = days_from_civil(int(data[ya:ya + yn]) if yn else NO_YEAR, int(data[moa:moa + mon]),
+                              int(data[da:da + dn]))
+        if days is not None and len(days) < 4096:
+            days[date] = day
+    t = day * 86400 + int(data[ha:ha + hn]) * 3600 + int(data[mia:mia + min_]) * 60 + int(data[sa:sa + sn])
+    figures = []
+    for a, n in spans[TIME_PARTS:]:
+        if not n:
+            figures.append(-1)
+            continue
+        figure = data[a:a + n]
+        if 46 in figure:  # 46: "."
+            figures.append(milli(figure))
+        else:
+            figures.append(int(figure) * 1000)
+    return t, tuple(figures)
 
 
 @record
