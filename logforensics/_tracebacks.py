@@ -359,6 +359,11 @@ def classify_exception_line(text: str, strict: bool) -> tuple[str, str] | None:
     return None
 
 
+# Lines of other streams after which a traceback that printed its exception is over (ranks'
+# tracebacks interleave, and a message's later lines come within a few dozen of its first).
+IDLE_LINES = 1000
+
+
 class TracebackAssembler:
     """Feed it every line (with its event's kind); it returns the tracebacks each line completes."""
 
@@ -380,6 +385,8 @@ class TracebackAssembler:
         of a traceback, and the tracebacks known complete after it. ``repeated_prefix``: this
         line's server repeats its prefix (a mixed file's other server; None: the assembler's)."""
         done: list[Traceback] = []
+        if self._open:
+            self._end_idle(line.number, done)
         repeated = self._repeated_prefix if repeated_prefix is None else repeated_prefix
         self._last_cut = line.truncated or not line.eol
         msg = line.message
@@ -420,6 +427,15 @@ class TracebackAssembler:
         if kind not in PLAIN_KINDS:
             return False, done
         return self._start_headless(line, stream, msg), done
+
+    def _end_idle(self, number: int, done: list[Traceback]) -> None:
+        """End each traceback that printed its exception and then nothing for ``IDLE_LINES``
+        lines: its process died or went on with no record of its own (vLLM's workers, a rank
+        whose stream never writes again), and an open traceback makes every later line be read
+        in full."""
+        for key in [k for k, b in self._open.items()
+                    if b.phase != "frames" and number - b.tb.last_line > IDLE_LINES]:
+            done.append(self._open.pop(key).finish(at_eof=False))
 
     def _open_with_header(self, line: LogLine, stream: str, msg: str) -> None:
         """Open a traceback at its ``Traceback (most recent call last):`` line; the text
