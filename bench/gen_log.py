@@ -34,6 +34,7 @@ import sys
 import time
 
 EXPECTED_ROOT_CAUSE = "decode_out_of_memory"
+EXPECTED_ROOT_CAUSES = {"vllm": "forward_cuda_oom_activations"}  # other shapes: the one above
 
 OLD, NEW = "0.5.12", "0.5.20"
 SGL = "/sgl-workspace/sglang/python/sglang"
@@ -61,6 +62,8 @@ SHAPES = {
     "warnings": "a known warning, a health check or a 4xx/5xx access line every ~50 lines",
     "docker": "every line behind a docker compose prefix ('sglang-1  | ')",
     "kubectl": "every line behind a kubectl --timestamps RFC 3339 prefix",
+    "vllm": "a vLLM 0.13 V1-engine log instead: (APIServer pid=N) access and statistics lines, "
+            "worker/engine-core start-up, runs ending in a CUDA OOM in a forward pass",
 }
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.I)
@@ -707,6 +710,455 @@ def crash(out: Out, clock: Clock, run: Run, rng: random.Random) -> None:
     out.add_lines(lines)
 
 
+# --------------------------------------------------------------------------- vLLM (--shape vllm)
+#
+# A vLLM 0.13 V1-engine serving log (shared/reference/vllm-log-format.md): every line a child
+# process writes carries its stdout decoration, "(APIServer pid=N) ", "(EngineCore_DP0 pid=N) " or
+# "(Worker_TPk pid=N) " (0.13 decorates the stream, so tracebacks, tqdm bars and uvicorn's own
+# lines carry it too); vLLM records then read "LEVEL MM-DD HH:MM:SS [file:line] msg" (no year).
+# The file:line values are 0.13's call sites where the reference gives them (vllm-source.json);
+# the others, and the frames of the tracebacks, are plausible stand-ins of the same shape.
+
+VLLM_VERSION = "0.13.0"
+VLLM = "/usr/local/lib/python3.12/dist-packages/vllm"
+VLLM_STATS_INTERVAL = 10  # VLLM_LOG_STATS_INTERVAL's default (seconds)
+VLLM_ROUTES = [("/openapi.json", "HEAD, GET"), ("/docs", "HEAD, GET"), ("/docs/oauth2-redirect", "HEAD, GET"),
+               ("/redoc", "HEAD, GET"), ("/health", "GET"), ("/load", "GET"), ("/ping", "POST"),
+               ("/ping", "GET"), ("/tokenize", "POST"), ("/detokenize", "POST"), ("/v1/models", "GET"),
+               ("/version", "GET"), ("/v1/chat/completions", "POST"), ("/v1/completions", "POST"),
+               ("/v1/embeddings", "POST"), ("/metrics", "GET")]
+
+
+class VllmRun:
+    """What a vLLM launch adds to the run plan: its processes and its memory sizing."""
+
+    def __init__(self, run: Run, rng: random.Random):
+        self.tp = run.ranks
+        self.api = f"(APIServer pid={run.pid}) "
+        self.engine_pid = run.pid + rng.randrange(60, 400)
+        self.engine = f"(EngineCore_DP0 pid={self.engine_pid}) "
+        if self.tp == 1:  # UniProcExecutor: the worker lives in the engine core process
+            self.workers = [self.engine]
+        else:
+            base = self.engine_pid + rng.randrange(40, 200)
+            self.workers = [f"(Worker_TP{k} pid={base + 3 * k + rng.randrange(3)}) " for k in range(self.tp)]
+        self.util = 0.90 if run.idx % 2 == 0 else 0.92
+        self.max_num_seqs = 256
+        self.max_model_len = run.context_len
+        self.port = 8000
+        self.kv_tokens = 0  # set by vllm_startup()
+
+
+def vrec(pfx: str, level: str, ts: str, site: str, msg: str) -> str:
+    """One vLLM record line: process decoration, level, 'MM-DD HH:MM:SS', [file:line]."""
+    return f"{pfx}{level} {ts} [{site}] {msg}"
+
+
+def vts(clock: Clock, t: int) -> str:
+    return clock.ts(t)[5:]  # '%m-%d %H:%M:%S', vLLM's _DATE_FORMAT
+
+
+def vllm_non_default_args(run: Run, v: VllmRun) -> str:
+    items: list[tuple[str, object]] = [("model_tag", run.model), ("host", "0.0.0.0"), ("port", v.port),
+                                       ("model", run.model)]
+    if v.tp > 1:
+        items.append(("tensor_parallel_size", v.tp))
+    items += [("max_model_len", v.max_model_len), ("gpu_memory_utilization", v.util),
+              ("max_num_seqs", v.max_num_seqs), ("enable_prefix_caching", True),
+              ("served_model_name", [run.model.split("/")[-1]])]
+    return "non-default args: " + repr(dict(items))
+
+
+def vllm_engine_config(run: Run, v: VllmRun, seed: int) -> str:
+    quant = "fp8" if "FP8" in run.model else "None"
+    name = run.model.split("/")[-1]
+    return (
+        f"Initializing a V1 LLM engine (v{VLLM_VERSION}) with config: model='{run.model}', speculative_config=None, "
+        f"tokenizer='{run.model}', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, "
+        f"tokenizer_revision=None, trust_remote_code=False, dtype=torch.bfloat16, max_seq_len={v.max_model_len}, "
+        f"download_dir=None, load_format=auto, tensor_parallel_size={v.tp}, pipeline_parallel_size=1, "
+        f"data_parallel_size=1, disable_custom_all_reduce=False, quantization={quant}, enforce_eager=False, "
+        "kv_cache_dtype=auto, device_config=cuda, structured_outputs_config=StructuredOutputsConfig("
+        "backend='auto', disable_fallback=False, disable_any_whitespace=False, disable_additional_properties=False, "
+        "reasoning_parser=''), observability_config=ObservabilityConfig(show_hidden_metrics_for_version=None, "
+        f"otlp_traces_endpoint=None, collect_detailed_traces=None), seed={seed}, served_model_name={name}, "
+        "enable_prefix_caching=True, enable_chunked_prefill=True, pooler_config=None, compilation_config="
+        "{'level': None, 'mode': <CompilationMode.VLLM_COMPILE: 3>, 'debug_dump_path': None, 'cache_dir': '', "
+        "'backend': 'inductor', 'custom_ops': ['none'], 'splitting_ops': ['vllm::unified_attention', "
+        "'vllm::unified_attention_with_output', 'vllm::mamba_mixer2', 'vllm::linear_attention'], "
+        "'use_inductor_graph_partition': False, 'pass_config': {}, 'max_cudagraph_capture_size': 512, "
+        "'local_cache_dir': None}"
+    )
+
+
+def vllm_startup(out: Out, clock: Clock, run: Run, rng: random.Random) -> VllmRun:
+    """From the API server's banner to uvicorn's 'Application startup complete.'"""
+    v = VllmRun(run, rng)
+    api, eng = v.api, v.engine
+    t = clock.t
+    ts = vts(clock, t)
+    lines = [
+        vrec(api, "INFO", ts, "api_server.py:1351", f"vLLM API server version {VLLM_VERSION}"),
+        vrec(api, "INFO", ts, "utils.py:253", vllm_non_default_args(run, v)),
+    ]
+    t += rng.randrange(3, 9)
+    ts = vts(clock, t)
+    lines += [
+        vrec(api, "INFO", ts, "model.py:514", f"Resolved architecture: {run.arch}"),
+        vrec(api, "INFO", ts, "model.py:1661", f"Using max model len {v.max_model_len}"),
+        vrec(api, "INFO", ts, "scheduler.py:230", "Chunked prefill is enabled with max_num_batched_tokens=8192."),
+    ]
+    t += rng.randrange(4, 10)
+    ts = vts(clock, t)
+    lines.append(vrec(eng, "INFO", ts, "core.py:93", vllm_engine_config(run, v, run.random_seed % 1000)))
+    if v.tp > 1:
+        lines.append(vrec(eng, "WARNING", ts, "multiproc_executor.py:882",
+                          "Reducing Torch parallelism from 104 threads to 1 to avoid unnecessary CPU contention. "
+                          "Set OMP_NUM_THREADS in the external environment to tune this value as needed."))
+    t += rng.randrange(5, 12)
+    ts = vts(clock, t)
+    for k, w in enumerate(v.workers):
+        lines.append(vrec(w, "INFO", ts, "parallel_state.py:1208",
+                          f"rank {k} in world size {v.tp} is assigned as DP rank 0, PP rank 0, PCP rank 0, "
+                          f"TP rank {k}, EP rank {k}"))
+    t += 1
+    ts = vts(clock, t)
+    for w in v.workers:
+        lines.append(vrec(w, "INFO", ts, "gpu_model_runner.py:3562", f"Starting to load model {run.model}..."))
+    lines.append(vrec(v.workers[0], "INFO", ts, "cuda.py:411",
+                      "Using FLASH_ATTN attention backend out of potential backends: "
+                      "['FLASH_ATTN', 'FLASHINFER', 'TRITON_ATTN', 'FLEX_ATTENTION']"))
+    # weights: TP0's tqdm bar (decorated like every other write of the child), every rank's end
+    shards = 48 if v.tp > 1 else 5
+    load_s = rng.uniform(30.0, 90.0)
+    for i in range(0, shards + 1, max(1, shards // 4)):
+        el = int(load_s * i / shards)
+        rem = int(load_s - el)
+        rate = "?it/s" if i == 0 else f"{i / max(el, 1):5.2f}it/s"
+        eta = "?" if i == 0 else f"{rem // 60:02d}:{rem % 60:02d}"
+        lines.append(f"{v.workers[0]}Loading safetensors checkpoint shards: {100 * i // shards:3d}% Completed | "
+                     f"{i}/{shards} [{el // 60:02d}:{el % 60:02d}<{eta}, {rate}]")
+    lines.append(v.workers[0])  # the empty decorated line tqdm leaves behind
+    t += int(load_s) + 1
+    ts = vts(clock, t)
+    weights_gib = []
+    for w in v.workers:
+        took = load_s + rng.uniform(-1.5, 1.5)
+        gib = run.weights_gb + rng.uniform(-0.01, 0.01)
+        weights_gib.append(gib)
+        lines.append(vrec(w, "INFO", ts, "default_loader.py:308", f"Loading weights took {took:.2f} seconds"))
+        lines.append(vrec(w, "INFO", ts, "gpu_model_runner.py:3659",
+                          f"Model loading took {gib:.4f} GiB memory and {took + rng.uniform(1.0, 3.0):.6f} seconds"))
+    # torch.compile, then the profiling pass sizes the KV cache inside the utilization budget
+    cache = f"{rng.getrandbits(40):010x}"
+    dyn = rng.uniform(6.0, 14.0)
+    comp = dyn + rng.uniform(10.0, 40.0)
+    t += 2
+    ts = vts(clock, t)
+    for k, w in enumerate(v.workers):
+        lines.append(vrec(w, "INFO", ts, "backends.py:643",
+                          f"Using cache directory: /root/.cache/vllm/torch_compile_cache/{cache}/rank_{k}_0/backbone "
+                          "for vLLM's torch.compile"))
+    t += int(dyn)
+    ts = vts(clock, t)
+    for w in v.workers:
+        lines.append(vrec(w, "INFO", ts, "backends.py:703", f"Dynamo bytecode transform time: {dyn:.2f} s"))
+    t += int(comp - dyn) + 1
+    ts = vts(clock, t)
+    kv_gib = []
+    for k, w in enumerate(v.workers):
+        lines.append(vrec(w, "INFO", ts, "monitor.py:34", f"torch.compile takes {comp + rng.uniform(0, 0.5):.2f} s "
+                                                         "in total"))
+        peak = rng.uniform(2.2, 3.6) + 0.4
+        kv = TOTAL_GPU_GB * v.util - weights_gib[k] - peak
+        kv_gib.append(kv)
+        lines.append(vrec(w, "INFO", ts, "gpu_worker.py:375", f"Available KV cache memory: {kv:.2f} GiB"))
+    block = 16
+    v.kv_tokens = int(min(kv_gib) * (1 << 30) / (2 * run.cell)) // block * block
+    t += 1
+    ts = vts(clock, t)
+    lines += [
+        vrec(eng, "INFO", ts, "kv_cache_utils.py:1291", f"GPU KV cache size: {v.kv_tokens:,} tokens"),
+        vrec(eng, "INFO", ts, "kv_cache_utils.py:1296",
+             f"Maximum concurrency for {v.max_model_len:,} tokens per request: {v.kv_tokens / v.max_model_len:.2f}x"),
+    ]
+    # CUDA graphs: TP0's two bars, every rank's end line
+    cap_s = rng.uniform(8.0, 25.0)
+    for kind, n in (("mixed prefill-decode, PIECEWISE", 67), ("decode, FULL", 35)):
+        for i in (0, n // 2, n):
+            el = int(cap_s / 2 * i / n)
+            bar = "\u2588" * (10 * i // n) + " " * (10 - 10 * i // n)
+            eta = "?, ?it/s" if i == 0 else f"00:{int(cap_s / 2) - el:02d}, {i / max(el, 1):5.2f}it/s"
+            lines.append(f"{v.workers[0]}Capturing CUDA graphs ({kind}): {100 * i // n:3d}%|{bar}| {i}/{n} "
+                         f"[00:{el:02d}<{eta}]")
+    t += int(cap_s) + 1
+    ts = vts(clock, t)
+    for w in v.workers:
+        lines.append(vrec(w, "INFO", ts, "gpu_model_runner.py:4587",
+                          f"Graph capturing finished in {int(cap_s + rng.uniform(0, 1.5))} secs, "
+                          f"took {rng.uniform(0.6, 1.9):.2f} GiB"))
+    lines.append(vrec(eng, "INFO", ts, "core.py:259", "init engine (profile, create kv cache, warmup model) took "
+                                                      f"{t - clock.t - 14 + rng.uniform(0, 1):.2f} seconds"))
+    t += rng.randrange(1, 4)
+    ts = vts(clock, t)
+    lines += [
+        vrec(api, "INFO", ts, "api_server.py:1099", "Supported tasks: ['generate']"),
+        vrec(api, "WARNING", ts, "model.py:1550",
+             "Default sampling parameters have been overridden by the model's Hugging Face generation config "
+             "recommended from the model creator. If this is not intended, please relaunch vLLM instance with "
+             "`--generation-config vllm`."),
+        vrec(api, "INFO", ts, "api_server.py:1425", f"Starting vLLM API server 0 on http://0.0.0.0:{v.port}"),
+        vrec(api, "INFO", ts, "launcher.py:38", "Available routes are:"),
+    ]
+    lines += [vrec(api, "INFO", ts, "launcher.py:46", f"Route: {p}, Methods: {m}") for p, m in VLLM_ROUTES]
+    lines += [
+        f"{api}INFO:     Started server process [{run.pid}]",
+        f"{api}INFO:     Waiting for application startup.",
+        f"{api}INFO:     Application startup complete.",
+    ]
+    clock.t = t
+    out.add_lines(lines)
+    return v
+
+
+def vllm_stats_line(v: VllmRun, prompt: float, gen: float, running: int, waiting: int, usage: float,
+                    hit: float) -> str:
+    """The body of 0.13's periodic statistics record (loggers.py)."""
+    return (f"Engine 000: Avg prompt throughput: {prompt:.1f} tokens/s, Avg generation throughput: {gen:.1f} "
+            f"tokens/s, Running: {running} reqs, Waiting: {waiting} reqs, GPU KV cache usage: {usage:.1f}%, "
+            f"Prefix cache hit rate: {hit:.1f}%")
+
+
+def build_vllm_stats_pool(v: VllmRun, rng: random.Random, n: int = 1 << 12) -> list[str]:
+    """A random walk of the engine's state, one statistics line per interval (bodies only)."""
+    maxr = v.max_num_seqs
+    cap = min(maxr, int(v.kv_tokens * 0.7 / 5000))  # the steady state stays well below a full cache
+    running = max(1, cap // 3)
+    avg_len = 5000.0  # tokens a running request holds (prompt and output so far)
+    hit = rng.uniform(25.0, 55.0)
+    out = []
+    for i in range(n):
+        phase = (i % 512) / 512.0
+        target = cap * (0.15 + 0.85 * (1 - abs(2 * phase - 1)))
+        running = int(min(maxr, max(0, running + (target - running) * 0.2 + rng.uniform(-6, 6))))
+        waiting = 0 if rng.random() < 0.85 else rng.randrange(1, 24)
+        avg_len = min(9000.0, max(1500.0, avg_len + rng.uniform(-150, 150)))
+        usage = min(85.0, 100.0 * running * avg_len / max(1, v.kv_tokens))
+        gen = running * rng.uniform(18.0, 34.0)
+        prompt = running * rng.uniform(40.0, 160.0) if running else 0.0
+        hit = min(80.0, max(5.0, hit + rng.uniform(-0.3, 0.3)))
+        out.append(vllm_stats_line(v, prompt, gen, running, waiting, usage, hit))
+    return out
+
+
+def build_vllm_warning_pool(v: VllmRun, rng: random.Random) -> list[str]:
+    """The occasional non-statistics lines of a busy vLLM server (whole lines but the time)."""
+    api = v.api
+    out = []
+    for _ in range(64):
+        ip, port = f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}", rng.randrange(32768, 61000)
+        out.append(rng.choice([
+            ("", f'{api}INFO:     {ip}:{port} - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request'),
+            ("", f'{api}INFO:     {ip}:{port} - "GET /v1/nonexistent HTTP/1.1" 404 Not Found'),
+            ("WARNING", "protocol.py:93|The following fields were present in the request but ignored: "
+                        f"{{'{rng.choice(['top_k_sampling', 'repetition', 'stream_opts', 'cache_prompt'])}'}}"),
+            ("WARNING", "serving_chat.py:231|Using supplied chat template: None"),
+        ]))
+    return out
+
+
+def vllm_bulk(out: Out, clock: Clock, run: Run, v: VllmRun, rng: random.Random, stop_at: int) -> None:
+    """Serving: uvicorn access lines every second, the statistics line every interval."""
+    stats = build_vllm_stats_pool(v, rng)
+    SM = len(stats) - 1
+    acc = [f"{v.api}{line}" for line in build_access_pool(rng)]
+    AM = (1 << ACCESS_BITS) - 1
+    acc2 = acc + acc[:16]  # slices never wrap
+    acc_counts = build_counts(rng, [1, 2, 4, 5, 6, 5, 4, 3, 2, 1, 1])  # access lines per second
+    CM = (1 << COUNT_BITS) - 1
+    warns = build_vllm_warning_pool(v, rng)
+    stat_pfx = f"{v.api}INFO "
+    site = " [loggers.py:236] "
+    si = rng.randrange(len(stats))
+    ai = rng.randrange(1 << ACCESS_BITS)
+    aci = rng.randrange(1 << COUNT_BITS)
+    rnd = rng.random
+    t = clock.t
+    next_stat = t + VLLM_STATS_INTERVAL
+    add = out.add
+    while out.written < stop_at:
+        t += 1
+        if rnd() < 0.002:  # quiet gap: no requests, no statistics
+            t += rng.randrange(2, 40)
+            next_stat = t + VLLM_STATS_INTERVAL
+        parts = []
+        na = acc_counts[aci & CM]
+        aci += 1
+        if na:
+            s = ai & AM
+            parts.append("\n".join(acc2[s:s + na]))
+            ai += na
+        if rnd() < 0.003:
+            level, body = warns[ai & 63]
+            if level:
+                where, msg = body.split("|", 1)
+                parts.append(vrec(v.api, level, vts(clock, t), where, msg))
+            else:
+                parts.append(body)
+        if t >= next_stat:
+            parts.append(stat_pfx + vts(clock, t) + site + stats[si & SM])
+            si += 1
+            next_stat = t + VLLM_STATS_INTERVAL
+        if parts:
+            add("\n".join(parts) + "\n")
+    clock.t = t
+
+
+def vllm_shutdown(out: Out, clock: Clock, run: Run, v: VllmRun) -> None:
+    """An operator's Ctrl-C / SIGTERM: uvicorn drains, the CLI says goodbye."""
+    clock.advance(3)
+    ts = vts(clock, clock.t)
+    api = v.api
+    out.add_lines([
+        f"{api}INFO:     Shutting down",
+        f"{api}INFO:     Waiting for application shutdown.",
+        f"{api}INFO:     Application shutdown complete.",
+        vrec(api, "INFO", ts, "launcher.py:110", "Shutting down FastAPI HTTP server."),
+        f"{api}INFO:     Finished server process [{run.pid}]",
+        vrec(api, "INFO", ts, "serve.py:158", "Shutting down."),
+    ])
+
+
+def vllm_frames(frames: list[tuple[str, int, str, str]]) -> list[str]:
+    out = []
+    for path, no, fn, code in frames:
+        out.append(f'  File "{path}", line {no}, in {fn}')
+        out.append(f"    {code}")
+        off = code.index("= ") + 2 if "= " in code else (7 if code.startswith("return ") else 0)
+        if "(" in code and off:  # 3.12 carets under a call that is not the whole line
+            out.append(" " * (4 + off) + "^" * (len(code.rstrip("(")) - off))
+    return out
+
+
+def vllm_oom_text(rng: random.Random, gpu: int, pid: int) -> str:
+    alloc = rng.choice((896.0, 1.25, 1.88, 2.50, 3.12))
+    unit = "MiB" if alloc > 100 else "GiB"
+    free = rng.uniform(0.2, 0.9)
+    used = TOTAL_GPU_GB - free
+    return (f"CUDA out of memory. Tried to allocate {alloc:.2f} {unit}. GPU {gpu} has a total capacity of "
+            f"{TOTAL_GPU_GB:.2f} GiB of which {free * 1024:.2f} MiB is free. Process {pid} has {used:.2f} GiB memory "
+            f"in use. Of the allocated memory {used - 1.6:.2f} GiB is allocated by PyTorch, with "
+            f"{rng.uniform(0.6, 1.9):.2f} GiB allocated in private pools (e.g., CUDA Graphs), and "
+            f"{rng.uniform(60, 400):.2f} MiB is reserved by PyTorch but unallocated. If reserved but unallocated "
+            "memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  "
+            "See documentation for Memory Management  "
+            "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
+
+
+def vllm_crash(out: Out, clock: Clock, run: Run, v: VllmRun, rng: random.Random) -> None:
+    """KV pressure, then a forward pass's CUDA OOM: the worker's traceback, the engine core's
+    fatal error, the API server's EngineDeadError, failed requests, uvicorn going down."""
+    api, eng = v.api, v.engine
+    t = clock.t
+    lines: list[str] = []
+    running, waiting, usage = int(v.max_num_seqs * 0.8), rng.randrange(2, 12), 86.0
+    for _ in range(8):  # the last intervals: the cache fills and requests queue up
+        for _ in range(VLLM_STATS_INTERVAL):
+            t += 1
+            for _ in range(rng.randrange(0, 3)):
+                lines.append(f'{api}INFO:     127.0.0.1:{rng.randrange(32768, 61000)} - '
+                             '"POST /v1/chat/completions HTTP/1.1" 200 OK')
+        usage = min(99.9, usage + rng.uniform(0.8, 2.2))
+        running = min(v.max_num_seqs, running + rng.randrange(2, 12))
+        waiting += rng.randrange(3, 20)
+        lines.append(vrec(api, "INFO", vts(clock, t), "loggers.py:236",
+                          vllm_stats_line(v, running * rng.uniform(200.0, 400.0), running * rng.uniform(9.0, 15.0),
+                                          running, waiting, usage, rng.uniform(20.0, 50.0))))
+    t += rng.randrange(1, 5)
+    ts = vts(clock, t)
+    pkg = VLLM
+    torch = "/usr/local/lib/python3.12/dist-packages/torch"
+    model_file = "qwen3_moe" if "Moe" in run.arch else "qwen3"
+    forward = [
+        (f"{pkg}/v1/worker/gpu_worker.py", 599, "execute_model",
+         "output = self.model_runner.execute_model(scheduler_output, intermediate_tensors)"),
+        (f"{torch}/utils/_contextlib.py", 120, "decorate_context", "return func(*args, **kwargs)"),
+        (f"{pkg}/v1/worker/gpu_model_runner.py", 2868, "execute_model", "model_output = self._model_forward("),
+        (f"{pkg}/v1/worker/gpu_model_runner.py", 2580, "_model_forward", "return self.model("),
+        (f"{pkg}/compilation/cuda_graph.py", 126, "__call__", "return self.runnable(*args, **kwargs)"),
+        (f"{torch}/nn/modules/module.py", 1775, "_wrapped_call_impl", "return self._call_impl(*args, **kwargs)"),
+        (f"{torch}/nn/modules/module.py", 1786, "_call_impl", "return forward_call(*args, **kwargs)"),
+        (f"{pkg}/model_executor/models/{model_file}.py", 707, "forward",
+         "hidden_states = self.model(input_ids, positions, intermediate_tensors,"),
+        (f"{torch}/nn/modules/module.py", 1786, "_call_impl", "return forward_call(*args, **kwargs)"),
+    ] + ([(f"{pkg}/model_executor/layers/fused_moe/fused_moe.py", 1626, "fused_experts_impl",
+           "intermediate_cache1 = torch.empty((M, topk_ids.size(1), N),")] if "Moe" in run.arch else
+         [(f"{pkg}/model_executor/layers/linear.py", 565, "forward",
+           "output_parallel = self.quant_method.apply(self, input_, bias)")])
+    engine_head = [
+        (f"{pkg}/v1/engine/core.py", 859, "run_engine_core", "engine_core.run_busy_loop()"),
+        (f"{pkg}/v1/engine/core.py", 886, "run_busy_loop", "self._process_engine_step()"),
+        (f"{pkg}/v1/engine/core.py", 919, "_process_engine_step", "outputs, model_executed = self.step_fn()"),
+        (f"{pkg}/v1/engine/core.py", 392, "step_with_batch_queue",
+         "model_output = self.execute_model_with_error_logging("),
+        (f"{pkg}/v1/engine/core.py", 303, "execute_model_with_error_logging", "raise err"),
+        (f"{pkg}/v1/engine/core.py", 294, "execute_model_with_error_logging", "return model_fn(scheduler_output)"),
+    ]
+    fatal = "[core.py:868] "
+    epfx = f"{eng}ERROR {ts} {fatal}"
+    if v.tp == 1:  # the forward runs in the engine core process itself
+        oom = vllm_oom_text(rng, 0, v.engine_pid)
+        body = (["EngineCore encountered a fatal error.", "Traceback (most recent call last):"]
+                + vllm_frames(engine_head + [
+                    (f"{pkg}/v1/executor/uniproc_executor.py", 75, "collective_rpc",
+                     "answer = run_method(self.driver_worker, method, args, kwargs)"),
+                    (f"{pkg}/v1/serial_utils.py", 479, "run_method", "return func(*args, **kwargs)")] + forward)
+                + [f"torch.OutOfMemoryError: {oom}"])
+        lines += [epfx + b for b in body]
+    else:  # a worker runs out; the engine core's RPC re-raises its error
+        bad = sorted(rng.sample(range(v.tp), min(2, v.tp)))
+        first = ""
+        for k in bad:
+            w = v.workers[k]
+            oom = vllm_oom_text(rng, k, int(w.rsplit("=", 1)[1].rstrip(") ")))
+            first = first or oom
+            wpfx = f"{w}ERROR {ts} [multiproc_executor.py:824] "
+            body = (["WorkerProc hit an exception.", "Traceback (most recent call last):"]
+                    + vllm_frames([(f"{pkg}/v1/executor/multiproc_executor.py", 819, "worker_busy_loop",
+                                    "output = func(*args, **kwargs)")] + forward)
+                    + [f"torch.OutOfMemoryError: {oom}"])
+            lines += [wpfx + b for b in body]
+        body = (["EngineCore encountered a fatal error.", "Traceback (most recent call last):"]
+                + vllm_frames(engine_head + [
+                    (f"{pkg}/v1/executor/multiproc_executor.py", 358, "collective_rpc", "result = get_response(w)"),
+                    (f"{pkg}/v1/executor/multiproc_executor.py", 284, "get_response", "raise RuntimeError(")])
+                + [f"RuntimeError: Worker failed with error '{first}', please check the stack trace above for the "
+                   "root cause"])
+        lines += [epfx + b for b in body]
+    apfx = f"{api}ERROR {ts} [async_llm.py:538] "
+    body = (["AsyncLLM output_handler failed.", "Traceback (most recent call last):"]
+            + vllm_frames([(f"{pkg}/v1/engine/async_llm.py", 494, "output_handler",
+                            "outputs = await engine_core.get_output_async()"),
+                           (f"{pkg}/v1/engine/core_client.py", 895, "get_output_async",
+                            "raise self._format_exception(outputs) from None")])
+            + ["vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) "
+               "for the root cause."])
+    lines += [apfx + b for b in body]
+    for _ in range(rng.randrange(3, 9)):
+        lines.append(f'{api}INFO:     127.0.0.1:{rng.randrange(32768, 61000)} - '
+                     '"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error')
+    t += 1
+    ts = vts(clock, t)
+    lines += [
+        f"{api}INFO:     Shutting down",
+        f"{api}INFO:     Waiting for application shutdown.",
+        f"{api}INFO:     Application shutdown complete.",
+        f"{api}INFO:     Finished server process [{run.pid}]",
+    ]
+    clock.t = t
+    out.add_lines(lines)
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -729,18 +1181,28 @@ def generate(path: str, size: int, seed: int, ranks: int, n_runs: int,
     weights = [1.0] * n_runs
     cum = 0.0
     tail_reserve = 6000 + 2500 * min(ranks, 8)
+    if shape == "vllm":  # two workers' tracebacks, the engine core's and the API server's
+        tail_reserve = 18000 + 7000 * (ranks > 1)
     endings = []
     for i in range(n_runs):
         run = Run(i, n_runs, ranks, random.Random(rng.randrange(1 << 62)), shape)
         rr = random.Random(rng.randrange(1 << 62))
-        startup(out, clock, run, rr)
         cum += weights[i] / sum(weights)
         stop_at = int(size * cum) - (tail_reserve if run.ending == "crash" else 800)
-        bulk(out, clock, run, rr, stop_at, log_requests)
-        if run.ending == "crash":
-            crash(out, clock, run, rr)
+        if shape == "vllm":
+            v = vllm_startup(out, clock, run, rr)
+            vllm_bulk(out, clock, run, v, rr, stop_at)
+            if run.ending == "crash":
+                vllm_crash(out, clock, run, v, rr)
+            else:
+                vllm_shutdown(out, clock, run, v)
         else:
-            sigterm_shutdown(out, clock, run)
+            startup(out, clock, run, rr)
+            bulk(out, clock, run, rr, stop_at, log_requests)
+            if run.ending == "crash":
+                crash(out, clock, run, rr)
+            else:
+                sigterm_shutdown(out, clock, run)
         endings.append(run.ending)
         if i < n_runs - 1:  # operator restarts after a while
             clock.advance(rng.randrange(90, 3600))
@@ -768,7 +1230,7 @@ def main(argv: list[str] | None = None) -> int:
     dt = time.perf_counter() - t0
     print(f"wrote {a.out}: {info['bytes']} bytes, {info['lines']} lines, "
           f"{info['runs']} runs ({', '.join(info['endings'])}) in {dt:.1f} s", file=sys.stderr)
-    print(f"expected_root_cause={EXPECTED_ROOT_CAUSE}")
+    print(f"expected_root_cause={EXPECTED_ROOT_CAUSES.get(a.shape, EXPECTED_ROOT_CAUSE)}")
     print(f"lines={info['lines']}")
     return 0
 

@@ -105,6 +105,18 @@ LINES = [
     "2026-03-23T14:01:15.123456789Z [2026-03-23 14:01:15 TP0] Decode batch, #running-req: 7, #token: 40, "
     "token usage: 0.12, cuda graph: True, gen throughput (token/s): 80.79, #queue-req: 2",
     "[2026-03-23 14:01:16] The server is fired up and ready to roll!",
+    # vLLM 0.13 (bench/gen_log.py --shape vllm): the process decoration, the statistics line,
+    # uvicorn's access lines without a time, an engine core record
+    "(APIServer pid=3105703) INFO 09-10 14:19:16 [loggers.py:236] Engine 000: Avg prompt throughput: 2648.1 "
+    "tokens/s, Avg generation throughput: 834.4 tokens/s, Running: 28 reqs, Waiting: 0 reqs, GPU KV cache usage: "
+    "32.8%, Prefix cache hit rate: 31.6%",
+    '(APIServer pid=3105703) INFO:     127.0.0.1:38602 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    '(APIServer pid=3105703) INFO:     10.0.3.18:56389 - "POST /v1/chat/completions HTTP/1.1" 500 '
+    'Internal Server Error',
+    "(APIServer pid=3105703) WARNING 09-10 14:19:14 [serving_chat.py:231] Using supplied chat template: None",
+    "(EngineCore_DP0 pid=3105905) INFO 09-10 14:18:41 [kv_cache_utils.py:1291] GPU KV cache size: 858,032 tokens",
+    "(Worker_TP1 pid=3106066) ERROR 09-11 04:47:10 [multiproc_executor.py:824] torch.OutOfMemoryError: CUDA out of "
+    "memory. Tried to allocate 896.00 MiB.",
 ]
 
 
