@@ -245,7 +245,6 @@ class FastPath:
         self.bulk = BulkStretch(dialect.stats)
         self.templates: dict[bytes, int] = {b"": BLANK}  # template -> category
         self.layouts: dict[bytes, tuple] = {}  # decode template -> where its figures are (serving.layout)
-        self._days: dict[bytes, int] = {}  # a date's days since 1970, by its bytes (serving.point)
         # access template -> (where its status is, whether its path is a health check's)
         self.statuses: dict[bytes, tuple[int, bool]] = {}
         self.deferrable: set[bytes] = set()  # OTHER templates whose lines need not end a stretch
@@ -400,13 +399,13 @@ class FastPath:
         if DECODE not in cats[a:b]:
             return
         series = self.tracker.current.serving.series
-        layouts, days = self.layouts, self._days
+        layouts = self.layouts
         for j in range(a, b):
             t = tl[j]
             if cats[j] == DECODE:
                 spans = layouts.get(t)
                 if spans is not None:
-                    series.add(*point(block[pos : pos + len(t)], spans, days))
+                    series.add(*point(block[pos : pos + len(t)], spans))
             pos += len(t) + 1
 
     def _learn_template(self, data: bytes, template: bytes) -> int:

@@ -20,6 +20,7 @@ stage reads this module, the findings stage that one).
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime, timedelta
 from typing import Any
@@ -188,8 +189,16 @@ def layout(data: bytes, marks: tuple[tuple[bytes, ...], ...]) -> Layout | None:
 
 def milli(figure: bytes) -> int:
     """``b"456.78"`` in thousandths (456780); decimals past the third are dropped."""
+    if 46 not in figure:  # 46: "." (a count: the common case, read per decode line by the Python scan)
+        return int(figure) * 1000
     whole, _, frac = figure.partition(b".")
     return int(whole or b"0") * 1000 + int((frac[:3] + b"000")[:3])
+
+
+@functools.lru_cache(maxsize=4096)
+def _days(year: bytes, month: bytes, day: bytes) -> int:
+    """Days since 1970 of a printed date (a log has few: read once each)."""
+    return days_from_civil(int(year) if year else NO_YEAR, int(month), int(day))
 
 
 def days_from_civil(y: int, m: int, d: int) -> int:
@@ -201,30 +210,13 @@ def days_from_civil(y: int, m: int, d: int) -> int:
     return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
 
 
-def point(data: bytes, spans: Layout, days: dict[bytes, int] | None = None) -> tuple[int, tuple[int, ...]]:
+def point(data: bytes, spans: Layout) -> tuple[int, tuple[int, ...]]:
     """The line's time (seconds since 1970 in the log's clock) and figures (milli-units, -1:
-    not printed), read at ``spans``. ``days``: a cache of the date's days by its bytes (the
-    Python scan reads every decode line here, and a log has few dates)."""
+    not printed), read at ``spans``."""
     (ya, yn), (moa, mon), (da, dn), (ha, hn), (mia, min_), (sa, sn) = spans[:TIME_PARTS]
-    date = data[ya:ya + yn] + data[moa:moa + mon] + data[da:da + dn]
-    day = days.get(date) if days is not None else None
-    if day is None:
-        day = days_from_civil(int(data[ya:ya + yn]) if yn else NO_YEAR, int(data[moa:moa + mon]),
-                              int(data[da:da + dn]))
-        if days is not None and len(days) < 4096:
-            days[date] = day
-    t = day * 86400 + int(data[ha:ha + hn]) * 3600 + int(data[mia:mia + min_]) * 60 + int(data[sa:sa + sn])
-    figures = []
-    for a, n in spans[TIME_PARTS:]:
-        if not n:
-            figures.append(-1)
-            continue
-        figure = data[a:a + n]
-        if 46 in figure:  # 46: "."
-            figures.append(milli(figure))
-        else:
-            figures.append(int(figure) * 1000)
-    return t, tuple(figures)
+    t = (_days(data[ya:ya + yn], data[moa:moa + mon], data[da:da + dn]) * 86400
+         + int(data[ha:ha + hn]) * 3600 + int(data[mia:mia + min_]) * 60 + int(data[sa:sa + sn]))
+    return t, tuple(milli(data[a:a + n]) if n else -1 for a, n in spans[TIME_PARTS:])
 
 
 @record
