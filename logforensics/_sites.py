@@ -1,4 +1,4 @@
-"""A server's failure sites (SGLang's ``data/sglang_sites.json.gz``, built by
+"""A server's failure sites (SGLang's ``data/sglang_sites.idx``, built by
 ``tools/index_sglang.py``; each dialect names its own in ``Dialect.sites``) and the lookup that
 finds which one printed an exception no catalog pattern explains.
 
@@ -11,17 +11,21 @@ The lookup never tries thousands of regexes: each template is filed under its tw
 words, a message's words pick the few candidates, and a candidate is checked by finding its
 literal pieces in order (linear ``str.find``s) on the message with all whitespace removed, so
 a hard-wrapped message matches as well. A message cut at the screen edge (``...``) matches as
-a prefix. The data is read on the first lookup only.
+a prefix. The index is read on the first lookup only, and stays compressed in memory: 32
+sites to a zlib block, a block decoded when a lookup checks one of its sites (``write_index``
+has the format), so a lookup costs a few blocks rather than the whole index's objects.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import threading
+import zlib
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from functools import cache
 
-from ._dialects import DEFAULT, DIALECTS
+from ._dialects import DEFAULT
 from ._dialects.base import SiteData, version_tuple
 from ._record import field, record
 from ._tracebacks import Frame, Traceback
@@ -57,15 +61,15 @@ class Site:
     ends_literal: bool = field(compare=False)
 
     @classmethod
-    def from_columns(cls, cols: dict[str, list[str]], i: int) -> Site:
-        rx = cols["re"][i]
+    def from_row(cls, row: Sequence[str]) -> Site:
+        """A site from its row (``to_row``'s strings, in ``COLUMNS`` order)."""
+        kind, exc_type, rx, file, function, conditions, flags, env, args, releases = row
         raw = [_ESCAPED.sub(r"\1", p) for p in _HOLE.split(rx)]
         return cls(
-            kind=cols["k"][i], exc_type=cols["t"][i], regex=rx, file=cols["f"][i], function=cols["fn"][i],
-            conditions=tuple(c for c in cols["c"][i].split("\n") if c),
-            flags=tuple(cols["flags"][i].split()), env=tuple(cols["env"][i].split()),
-            args=tuple(cols["args"][i].split()),
-            releases=tuple(tuple(r.split("/", 1)) for r in cols["r"][i].split()),  # type: ignore[misc]
+            kind=kind, exc_type=exc_type, regex=rx, file=file, function=function,
+            conditions=tuple(c for c in conditions.split("\n") if c),
+            flags=tuple(flags.split()), env=tuple(env.split()), args=tuple(args.split()),
+            releases=tuple(tuple(r.split("/", 1)) for r in releases.split()),  # type: ignore[misc]
             pieces=tuple(p for p in (_squash(x) for x in raw) if p),
             starts_literal=bool(raw) and raw[0] != "", ends_literal=bool(raw) and raw[-1] != "",
         )
@@ -112,27 +116,36 @@ class SiteMatch:
 
 
 COLUMNS = ("k", "t", "re", "f", "fn", "c", "flags", "env", "args", "r")
+_RE, _FILE, _FUNCTION, _FLAGS, _ARGS = (COLUMNS.index(c) for c in ("re", "f", "fn", "flags", "args"))
+MAGIC = b"logx-sites/1\n"
+SITES_PER_BLOCK = 32  # ~8 KB decoded: a lookup decodes the blocks of its candidates, never the index
+DICTIONARY_BYTES = 32768  # zlib's largest preset dictionary
+DECODED_BLOCKS = 64  # blocks kept decoded between lookups (~1 MB at most)
+BUILT_SITES = 4096  # sites kept built between lookups (a log of many distinct tracebacks stays bounded)
+_ROW_END, _FIELD_END = "\x1e", "\x1f"  # ASCII record/unit separators: no template holds them
 
 
-def to_columns(records: list[dict]) -> dict[str, list[str]]:
-    """Site records (``tools/index_sglang.py``'s) as one list of strings per field: JSON of
-    flat string lists reads several times faster than one object per site. Conditions are
+def to_row(record: dict) -> list[str]:
+    """A site record (``tools/index_sglang.py``'s) as strings in ``COLUMNS`` order: conditions
     joined by newlines, names by spaces, release ranges as ``first/last`` by spaces."""
-    def flat(d: dict, key: str) -> str:
-        value = d.get(key, "")
+    def flat(key: str) -> str:
+        value = record.get(key, "")
         if key == "c":
             return "\n".join(value)
         if key == "r":
             return " ".join(f"{a}/{b}" for a, b in value)
         return " ".join(value) if isinstance(value, list) else value
 
-    return {key: [flat(d, key) for d in records] for key in COLUMNS}
+    row = [flat(key) for key in COLUMNS]
+    if any(_ROW_END in v or _FIELD_END in v for v in row):
+        raise ValueError(f"a site holds a separator character: {row[_FILE]}:{row[_FUNCTION]}")
+    return row
 
 
 def filing_keys(regexes: list[str]) -> dict[str, str]:
     """Each template's two rarest words among its first literal words (a cut message keeps
     those) → the sites filed under them, as space-separated indices (parsed per word when a
-    lookup needs it). ``tools/index_sglang.py`` stores this with the data."""
+    lookup needs it). ``write_index`` stores this with the sites."""
     words_of = [list(dict.fromkeys(_WORD.findall(" ".join(_literal_text(rx))))) for rx in regexes]
     df: dict[str, int] = {}
     for words in words_of:
@@ -147,34 +160,112 @@ def filing_keys(regexes: list[str]) -> dict[str, str]:
     return {w: " ".join(ids) for w, ids in keys.items()}
 
 
+def index_bytes(releases: list[str], records: list[dict], site_count_all_releases: int | None = None) -> bytes:
+    """An index file: ``MAGIC``, the header's length (4 bytes, little-endian), the header
+    (zlib'd JSON: releases, filing keys, sites per block, the dictionary's and each block's size,
+    each block's first file, every flag the sites name), the dictionary, then the blocks:
+    ``SITES_PER_BLOCK`` rows each, fields ended by ``\\x1f`` and rows by ``\\x1e``, zlib'd with
+    the dictionary (the index's most frequent field values: a small block compresses nearly as
+    well as the whole). Sites are ordered by file and function (a block's first file finds a
+    file's sites); the bytes are deterministic (a rebuild is byte-identical)."""
+    rows = sorted((to_row(r) for r in records), key=lambda row: (row[_FILE], row[_FUNCTION], row[_RE]))
+    dictionary = _dictionary(rows)
+    chunks = [rows[i:i + SITES_PER_BLOCK] for i in range(0, len(rows), SITES_PER_BLOCK)]
+    blocks = []
+    for chunk in chunks:
+        packer = zlib.compressobj(9, zdict=dictionary)
+        blocks.append(packer.compress("".join(_FIELD_END.join(row) + _ROW_END for row in chunk).encode())
+                      + packer.flush())
+    named = {f.removeprefix("--").replace("-", "_") for row in rows for f in row[_FLAGS].split()}
+    header = {
+        "releases": releases, "sites": len(rows), "sites_per_block": SITES_PER_BLOCK,
+        "site_count_all_releases": len(rows) if site_count_all_releases is None else site_count_all_releases,
+        "keys": filing_keys([row[_RE] for row in rows]), "dictionary_size": len(dictionary),
+        "block_sizes": [len(b) for b in blocks], "first_files": [chunk[0][_FILE] for chunk in chunks],
+        "flags": sorted(named | {a for row in rows for a in row[_ARGS].split()}),
+    }
+    head = zlib.compress(json.dumps(header, separators=(",", ":"), sort_keys=True).encode(), 9)
+    return b"".join([MAGIC, len(head).to_bytes(4, "little"), head, dictionary, *blocks])
+
+
+def _dictionary(rows: list[list[str]]) -> bytes:
+    """zlib's preset dictionary for the blocks: the field values (files, functions,
+    conditions) that repeat most, up to ``DICTIONARY_BYTES``, the most frequent last (zlib
+    reaches the end of its window most cheaply)."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        for value in row:
+            if len(value) > 3:
+                counts[value] = counts.get(value, 0) + 1
+    chosen: list[bytes] = []
+    size = 0
+    for value in sorted(counts, key=lambda v: (-counts[v], v)):
+        data = value.encode()
+        if counts[value] > 1 and size + len(data) <= DICTIONARY_BYTES:
+            chosen.append(data)
+            size += len(data)
+    return b"".join(reversed(chosen))
+
+
+def read_header(raw: bytes) -> dict:
+    """An index file's header, with ``body_start``: where its dictionary begins."""
+    if not raw.startswith(MAGIC):
+        raise ValueError("not a logx site index (tools/index_<server>.py writes one)")
+    start = len(MAGIC) + 4
+    size = int.from_bytes(raw[len(MAGIC):start], "little")
+    return {**json.loads(zlib.decompress(raw[start:start + size])), "body_start": start + size}
+
+
 class SiteIndex:
     """One server's sites (``data``: which server; the default dialect's when None), filed for
-    lookup. A ``Site`` is built from its columns only when a lookup checks it;
-    ``candidates_checked`` counts that work."""
+    lookup, from an index file's bytes (``index_bytes``). The blocks stay compressed; a
+    ``Site`` is built from its row only when a lookup checks it; ``candidates_checked`` counts
+    that work."""
 
-    def __init__(self, releases: list[str], columns: dict[str, list[str]], keys: dict[str, str] | None = None,
-                 data: SiteData | None = None):
-        self.releases = releases
-        self.columns = columns
-        self.keys = keys if keys is not None else filing_keys(columns["re"])
+    def __init__(self, raw: bytes, data: SiteData | None = None):
+        header = read_header(raw)
+        self.releases: list[str] = header["releases"]
+        self.site_count_all_releases: int = header["site_count_all_releases"]
+        self.keys: dict[str, str] = header["keys"]
+        self.flags = frozenset(header["flags"])  # every flag the sites name or test, as ServerArgs fields
         self.data = data or _default_sites()
         self.candidates_checked = 0
+        self._count: int = header["sites"]
+        self._per_block: int = header["sites_per_block"]
+        self._first_files: list[str] = header["first_files"]
+        self._raw = memoryview(raw)
+        start = header["body_start"]
+        self._dictionary = bytes(raw[start:start + header["dictionary_size"]])
+        self._starts = [start + header["dictionary_size"]]
+        for size in header["block_sizes"]:
+            self._starts.append(self._starts[-1] + size)
+        self._blocks: dict[int, list[list[str]]] = {}
         self._sites: dict[int, Site] = {}
         self._postings: dict[str, list[int]] = {}
-        self._by_place: dict[tuple[str, str], list[int]] | None = None
-        self._flags: frozenset[str] | None = None
 
     @classmethod
     def from_records(cls, releases: list[str], records: list[dict], data: SiteData | None = None) -> SiteIndex:
-        return cls(releases, to_columns(records), data=data)
+        return cls(index_bytes(releases, records), data=data)
 
     def __len__(self) -> int:
-        return len(self.columns["re"])
+        return self._count
+
+    def _block(self, b: int) -> list[list[str]]:
+        found = self._blocks.get(b)
+        if found is None:
+            if len(self._blocks) >= DECODED_BLOCKS:
+                del self._blocks[next(iter(self._blocks))]  # the oldest
+            unpacker = zlib.decompressobj(zdict=self._dictionary)
+            text = unpacker.decompress(self._raw[self._starts[b]:self._starts[b + 1]]).decode()
+            found = self._blocks[b] = [row.split(_FIELD_END) for row in text.split(_ROW_END)[:-1]]
+        return found
 
     def site(self, i: int) -> Site:
         found = self._sites.get(i)
         if found is None:
-            found = self._sites[i] = Site.from_columns(self.columns, i)
+            if len(self._sites) >= BUILT_SITES:
+                self._sites.clear()
+            found = self._sites[i] = Site.from_row(self._block(i // self._per_block)[i % self._per_block])
         return found
 
     def posting(self, word: str) -> list[int]:
@@ -184,22 +275,14 @@ class SiteIndex:
             found = self._postings[word] = [int(i) for i in self.keys.get(word, "").split()]
         return found
 
-    @property
-    def flags(self) -> frozenset[str]:
-        """Every flag the server's sites name or test, as ServerArgs fields (``json_model_override_args``)."""
-        if self._flags is None:
-            named = {f.removeprefix("--").replace("-", "_") for f in " ".join(self.columns["flags"]).split()}
-            self._flags = frozenset(named | set(" ".join(self.columns["args"]).split()))
-        return self._flags
-
-    @property
-    def by_place(self) -> dict[tuple[str, str], list[int]]:
-        """Sites by (file, function name): a bare assert is found through its frame."""
-        if self._by_place is None:
-            self._by_place = {}
-            for i, (file, function) in enumerate(zip(self.columns["f"], self.columns["fn"], strict=True)):
-                self._by_place.setdefault((file, function.rsplit(".", 1)[-1]), []).append(i)
-        return self._by_place
+    def at_place(self, file: str, function: str) -> list[int]:
+        """The sites in ``file`` whose function's last name is ``function`` (a bare assert is
+        found through its frame): only the blocks whose first files bracket ``file`` are read."""
+        first = max(bisect_left(self._first_files, file) - 1, 0)
+        last = bisect_right(self._first_files, file)
+        return [b * self._per_block + k for b in range(first, last)
+                for k, row in enumerate(self._block(b))
+                if row[_FILE] == file and row[_FUNCTION].rsplit(".", 1)[-1] == function]
 
     def lookup(self, exc_type: str | None, message: str, file: str | None = None,
                function: str | None = None, source: str | None = None,
@@ -255,7 +338,7 @@ class SiteIndex:
         """A bare ``assert x`` prints no message: the frame's source line names it."""
         shown = _squash(source.strip().removeprefix("assert"))
         out = []
-        for i in self.by_place.get(place, ()):
+        for i in self.at_place(*place):
             site = self.site(i)
             self.candidates_checked += 1
             if site.kind != "assert" or not site.conditions:
@@ -371,7 +454,6 @@ def _data(name: str):
 
 
 _LOADED: dict[str, SiteIndex] = {}
-_LOADING = threading.Lock()
 
 
 def _default_sites() -> SiteData:
@@ -380,31 +462,13 @@ def _default_sites() -> SiteData:
 
 
 def site_index(data: SiteData | None = None) -> SiteIndex:
-    """Server ``data``'s bundled index (the default dialect's when None), read on first use (a
-    few MB of JSON: only when a traceback needs it)."""
+    """Server ``data``'s bundled index (the default dialect's when None), read on first use
+    (only when a traceback needs it: ~1 MB, kept compressed)."""
     data = data or _default_sites()
-    with _LOADING:
-        found = _LOADED.get(data.index_file)
-        if found is None:
-            import gzip
-
-            raw = _data(data.index_file).read_bytes()
-            columns = json.loads(gzip.decompress(raw))
-            found = _LOADED[data.index_file] = SiteIndex(columns["releases"], columns["columns"], columns["keys"],
-                                                    data)
-        return found
-
-
-def _load_every_index() -> None:
-    for dialect in DIALECTS.values():
-        if dialect.sites is not None:
-            site_index(dialect.sites)
-
-
-def load_in_background() -> None:
-    """Read every dialect's index on a daemon thread now, so that a live watcher reports the
-    first unexplained traceback the moment it is complete rather than after the read."""
-    threading.Thread(target=_load_every_index, name="logx-site-index", daemon=True).start()
+    found = _LOADED.get(data.index_file)
+    if found is None:
+        found = _LOADED[data.index_file] = SiteIndex(_data(data.index_file).read_bytes(), data)
+    return found
 
 
 # — flags as each release spells them (data/sglang_flags.json.gz, tools/index_sglang_flags.py) ——

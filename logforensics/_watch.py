@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-from . import _sites, _staleness
+from . import _staleness
 from ._analysis import Options
 from ._catalog import Catalog, load_catalog
 from ._clock import SYSTEM_CLOCK, Clock
@@ -169,7 +169,6 @@ def watch(source: str = "-", options: WatchOptions | None = None, *,
     options = options or WatchOptions()
     _check(options)
     catalog = catalog or load_catalog()
-    _sites.load_in_background()
     renderer = make_renderer(options, out, console)
     watcher = _watcher(source, options, catalog, renderer, clock)
     try:
@@ -191,7 +190,6 @@ def watch_many(sources: list[str], options: WatchOptions | None = None, *,
     options = options or WatchOptions()
     _check(options)
     catalog = catalog or load_catalog()
-    _sites.load_in_background()
     mode = "json" if options.mode == "json" else "plain"
     watchers = [_watcher(src, options, catalog,
                          JsonRenderer(out, label=src) if mode == "json" else

@@ -362,6 +362,52 @@ def test_the_index_tool_reads_literal_serverargs_defaults(tmp_path):
     assert data == {"releases": ["0.9.0", "0.9.1"], "changes": {"mamba_full_memory_ratio": [["0.9.1", 0.2, 0.9]]}}
 
 
+def test_the_index_tool_writes_the_index_logx_reads(tmp_path):
+    """tools/index_sglang.py's build and write end in the file ``site_index`` reads: a check
+    added in one release is found at its site, with the releases it exists in, in blocks read
+    back whole; a rebuild is byte-identical."""
+    sys.path.insert(0, str(REPO / "tools"))
+    from index_sglang import build, write
+
+    check = ("class ServerArgs:\n    def check(self):\n        if self.page_size > 1:\n"
+             "            raise ValueError(f'Paged speculative decoding needs topk 1, got {self.topk}')\n")
+    for version, body in (("0.9.0", "x = 1\n"), ("0.9.1", check), ("0.9.2", check)):
+        with zipfile.ZipFile(tmp_path / f"sglang-{version}-py3-none-any.whl", "w") as wheel:
+            wheel.writestr("sglang/srt/server_args.py", body)
+    out = tmp_path / "sites.idx"
+    write(build(["0.9.0", "0.9.1", "0.9.2"], tmp_path), out)
+    index = SiteIndex(out.read_bytes())
+    found = index.lookup("ValueError", "Paged speculative decoding needs topk 1, got 4")
+    assert found is not None and found.site.where == "sglang/srt/server_args.py:ServerArgs.check"
+    assert found.site.release_range == "0.9.1–0.9.2" and found.site.conditions == ("self.page_size > 1",)
+    first = out.read_bytes()
+    write(build(["0.9.0", "0.9.1", "0.9.2"], tmp_path), out)
+    assert out.read_bytes() == first
+
+
+def test_an_index_keeps_its_blocks_compressed_and_reads_back_every_site(monkeypatch):
+    """Sites in many blocks (ordered by file: a bare assert's frame reads only its file's
+    blocks) come back field for field; no more than ``DECODED_BLOCKS`` stay decoded."""
+    import logforensics._sites as sites
+
+    monkeypatch.setattr(sites, "SITES_PER_BLOCK", 4)
+    monkeypatch.setattr(sites, "DECODED_BLOCKS", 3)
+    records = [{**SPEC, "f": f"sglang/srt/m{i:02}.py", "re": f"check {i} failed: (?P<x>.*?)"} for i in range(40)]
+    records.append({"k": "assert", "t": "AssertionError", "f": "sglang/srt/m17.py", "fn": "Linear.split",
+                    "c": ["not (x % tp == 0)"], "r": [["0.5.1", "0.5.1"]]})
+    index = SiteIndex.from_records(["0.5.1", "0.5.2"], records)
+    assert len(index) == 41
+    assert sorted(index.site(i).regex for i in range(len(index)) if index.site(i).regex) == \
+        sorted(r["re"] for r in records[:40])
+    assert len(index._blocks) <= 3 and index.flags == frozenset({"page_size"})
+    found = index.lookup("AssertionError", "", file="/x/sglang/srt/m17.py", function="split",
+                         source="assert x % tp == 0")
+    assert found is not None and found.site.function == "Linear.split"
+    assert index.lookup("ValueError", "check 31 failed: because").site.file == "sglang/srt/m31.py"
+    with pytest.raises(ValueError, match="not a logx site index"):
+        SiteIndex(b"{}")
+
+
 def test_the_vllm_index_covers_its_releases_and_finds_a_config_check_nobody_wrote_a_pattern_for():
     """vLLM's index (tools/index_vllm.py) spans 0.6.6 to 0.34 in a small file; a rendered
     argument check of vLLM's is found at its site in a vLLM log and named by its category."""

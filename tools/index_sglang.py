@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build logx's index of SGLang's failure sites (``logforensics/data/sglang_sites.json.gz``).
+"""Build logx's index of SGLang's failure sites (``logforensics/data/sglang_sites.idx``).
 
 SGLang's released wheels are the ground truth for what it can print when it fails. This
 script downloads every release from 0.4.6 to the newest the registry lists (``pip download
@@ -38,11 +38,11 @@ from pathlib import Path
 from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from logforensics._sites import filing_keys, to_columns  # noqa: E402  (how logx files the templates)
+from logforensics._sites import index_bytes, read_header  # noqa: E402  (the index format logx reads)
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "sglang-wheels"
-OUT = ROOT / "logforensics" / "data" / "sglang_sites.json.gz"
+OUT = ROOT / "logforensics" / "data" / "sglang_sites.idx"
 DEFAULTS_OUT = ROOT / "logforensics" / "data" / "sglang_defaults.json"
 FIRST = Version("0.4.6")
 
@@ -408,8 +408,7 @@ def build(versions: list[str], cache: Path, package: str = "sglang",
         site["r"] = ranges(sorted(seen_in[key]), versions)
         sites.append({k: v for k, v in site.items() if v not in ([], "")})
     sites.sort(key=lambda s: (s["f"], s["fn"], s.get("re", "")))
-    return {"releases": versions, "site_count_all_releases": total, "columns": to_columns(sites),
-            "keys": filing_keys([s.get("re", "") for s in sites])}
+    return {"releases": versions, "site_count_all_releases": total, "sites": sites}
 
 
 # — ServerArgs defaults ————————————————————————————————————————————————————————————————
@@ -493,13 +492,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write(data: dict, out: Path) -> None:
-    """A site index as the gzipped JSON logx reads, and what it holds."""
-    write_data(data, out)
-    cols = data["columns"]
-    templates = set(zip(cols["t"], cols["re"], strict=True))
+    """A site index in the format logx reads (``logforensics._sites.index_bytes``: a rebuild is
+    byte-identical), and what it holds."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    raw = index_bytes(data["releases"], data["sites"], data["site_count_all_releases"])
+    out.write_bytes(raw)
+    templates = {(s.get("t", ""), s.get("re", "")) for s in data["sites"]}
     print(f"{len(data['releases'])} releases, {data['site_count_all_releases']} sites in all, "
-          f"{len(cols['re'])} distinct sites, {len(templates)} unique templates, "
-          f"{out.stat().st_size} bytes -> {out}", file=sys.stderr)
+          f"{read_header(raw)['sites']} distinct sites, {len(templates)} unique templates, "
+          f"{len(raw)} bytes -> {out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

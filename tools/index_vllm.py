@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build logx's index of vLLM's failure sites (``logforensics/data/vllm_sites.json.gz``).
+"""Build logx's index of vLLM's failure sites (``logforensics/data/vllm_sites.idx``).
 
 The sibling of ``tools/index_sglang.py`` (same walk, same data layout, read by
 ``logforensics/_sites.py`` through the vllm dialect's ``Dialect.sites``): every ``raise``,
@@ -33,7 +33,7 @@ import index_sglang as walk  # noqa: E402  (the AST walk shared with SGLang's in
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "vllm-wheels"
-OUT = ROOT / "logforensics" / "data" / "vllm_sites.json.gz"
+OUT = ROOT / "logforensics" / "data" / "vllm_sites.idx"
 FIRST = Version("0.6.0")
 PACKAGE = "vllm"
 # not the server: benchmark scripts, vendored code (flash-attn's Python, third_party/), tests

@@ -151,7 +151,7 @@ class SiteData(NamedTuple):
     package the sites' files are in (a frame's path is compared from ``<package>/`` on);
     ``core`` the server's own subtree, whose sites win a tie over the package's other programs."""
 
-    index_file: str  # "sglang_sites.json.gz", built by tools/index_<name>.py
+    index_file: str  # "sglang_sites.idx", built by tools/index_<name>.py
     categories: str  # which root cause a site stands for, by its home
     package: str  # "sglang"
     core: str  # "sglang/srt/"

@@ -96,7 +96,7 @@ DIALECT = Dialect(
                              (b"#running-req: ",))),
     facts=load_facts(bundled_dir() / "sglang" / "facts.toml"),
     launch_args=LaunchArgs("nnodes", "node_rank", ("dist_init_addr",), "tp_size"),
-    sites=SiteData(index_file="sglang_sites.json.gz", categories="site_categories.toml", package="sglang",
+    sites=SiteData(index_file="sglang_sites.idx", categories="site_categories.toml", package="sglang",
                    core="sglang/srt/", flags="sglang_flags.json.gz",
                    defaults="sglang_defaults.json"),
     memory_ledger=read_ledger,

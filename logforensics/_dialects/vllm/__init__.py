@@ -121,6 +121,6 @@ DIALECT = Dialect(
     # "non-default args" leaves out node_rank 0 and the default port
     launch_args=LaunchArgs("nnodes", "node_rank", ("master_addr", "master_port"), "tensor_parallel_size"),
     # vLLM's raise/assert/log sites over its wheels 0.6.6.post1-0.34.0 (tools/index_vllm.py)
-    sites=SiteData(index_file="vllm_sites.json.gz", categories="vllm_site_categories.toml", package="vllm",
+    sites=SiteData(index_file="vllm_sites.idx", categories="vllm_site_categories.toml", package="vllm",
                    core="vllm/"),
 )
