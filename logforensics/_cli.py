@@ -7,10 +7,10 @@ Exit codes (stable, documented in the README):
 Each command is a plain function that returns its exit code. Its options are declared once, on
 its parameters, with ``Opt`` and ``Arg``: the arguments typer's ``Option`` and ``Argument`` take.
 The typer app is built from those declarations when it is needed: for help, completion, usage
-errors and every command but ``explain`` and ``status``. Those two, what people and scripts run on
-a log most often, start without typer (importing it and building its commands cost ~35 ms of a
-~170 ms start): ``_direct`` reads their command lines when they are of the forms it reads exactly
-as typer does (see ``_direct``), and hands any other command line to typer.
+errors and every command but ``explain``, ``status`` and ``watch``. Those three, what people and
+scripts run on a log most often, start without typer (importing it and building its commands
+cost ~35 ms of a ~170 ms start): ``_direct`` reads their command lines when they are of the forms
+it reads exactly as typer does (see ``_direct``), and hands any other command line to typer.
 """
 
 import json
@@ -361,7 +361,7 @@ def patterns_lint(
     return 1 if problems else 0
 
 
-@command("watch")
+@command("watch", direct=True)
 def watch_cmd(
     logs: Annotated[list[str] | None, Arg(
         help="Log file(s) to follow (tail -F: survives truncation and rotation, waits for it to "
@@ -400,7 +400,7 @@ def watch_cmd(
         if logs and len(logs) > 1:
             code = watch_many(logs, options, catalog=catalog)
         else:
-            code = watch(logs[0] if logs else "-", options, catalog=catalog, console=make_console(width))
+            code = watch(logs[0] if logs else "-", options, catalog=catalog)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return code

@@ -38,7 +38,7 @@ from ._errors import EXIT_OK
 from ._follow import COUNT_LIMIT, FollowItem, follow_file, follow_stream
 from ._gate import UNTIL, ProcessMonitor, Terminated, WatchOptions
 from ._launcher import read_sidecar
-from ._render.watch import JsonRenderer, LiveRenderer, PlainRenderer, Renderer, make_renderer
+from ._render.watch import JsonRenderer, PlainRenderer, Renderer, make_renderer
 from ._sources import SourceError
 from ._watcher import Watcher
 
@@ -152,7 +152,7 @@ def _session(out: TextIO | None, closing: list[Any]) -> Iterator[None]:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         for thing in closing:
-            stop = thing.stop if isinstance(thing, LiveRenderer) else getattr(thing, "close", None)
+            stop = thing.stop if isinstance(thing, Renderer) else getattr(thing, "close", None)
             if stop is not None:
                 with contextlib.suppress(Exception):
                     stop()

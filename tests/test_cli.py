@@ -289,6 +289,15 @@ def test_text_commands_import_rich_but_not_typer():
     assert "logforensics._incident" not in modules and "logforensics._render.incident" not in modules
 
 
+def test_a_watch_that_is_not_live_imports_neither_typer_nor_rich():
+    """``watch --json`` and a plain watch (not a TTY) are read without typer and print without
+    rich: only a live view on a terminal loads it (``render/live.py``)."""
+    out, modules = _modules_after(["watch", "--until", "ready", "--json", str(HEALTHY)],
+                                  ["watch", "--until", "ready", "--plain", str(HEALTHY)])
+    assert b'"verdict": "ready"' in out and b"end READY" in out
+    assert "typer" not in modules and "rich" not in modules and "logforensics._render.live" not in modules
+
+
 def test_help_and_usage_errors_are_typers():
     """What the direct reading does not read goes to typer, which says what is wrong."""
     bad = logx("explain", "--width", "5", HEALTHY)

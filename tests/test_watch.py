@@ -36,7 +36,8 @@ from logforensics._analysis import Options, explain
 from logforensics._catalog import load_catalog
 from logforensics._clock import parse_since
 from logforensics._follow import IDLE, PARTIAL, QUIET, STILL
-from logforensics._render.watch import JsonRenderer, LiveRenderer
+from logforensics._render.live import LiveRenderer
+from logforensics._render.watch import JsonRenderer
 from logforensics._sources import RawLine
 from logforensics._watch import WatchOptions, watch
 from logforensics._watcher import Watcher
