@@ -320,12 +320,12 @@ class FastPath:
             data = block[pos:nl]
             if not assembler.has_open and self._timed():
                 t = data.translate(_DIGITS)
-                if self._learn(t, data):
-                    continue  # a new statistics template: scan again from this line
-                if self._is_request_log(t, block, pos):
+                if self._is_request_log(t, block, pos):  # (its head first: such lines are never learned)
                     bulk.add_request(number + i + 1, offset + pos, data, self._head_wrapper(t))
                     i, pos = i + 1, nl + 1
                     continue
+                if self._learn(t, data):
+                    continue  # a new statistics template: scan again from this line
                 if bulk.count and t in self.deferrable and len(bulk.deferred) < DEFERRED_MAX:
                     bulk.defer(number + i + 1, offset + pos, data)
                     i, pos = i + 1, nl + 1
@@ -367,13 +367,13 @@ class FastPath:
                         break
                 t = tl[i]
                 data = block[pos : pos + len(t)]
-                if self._learn(t, data):  # the block's later lines of this template count too
-                    cats[i:] = map(get, tl[i:], _ZEROS)
-                    continue
-                if self._is_request_log(t, block, pos):
+                if self._is_request_log(t, block, pos):  # (its head first: such lines are never learned)
                     bulk.add_request(number + i + 1, offset + pos, data, self._head_wrapper(t))
                     i += 1
                     pos += len(t) + 1
+                    continue
+                if self._learn(t, data):  # the block's later lines of this template count too
+                    cats[i:] = map(get, tl[i:], _ZEROS)
                     continue
                 if bulk.count and t in self.deferrable and len(bulk.deferred) < DEFERRED_MAX:
                     bulk.defer(number + i + 1, offset + pos, data)
@@ -574,10 +574,12 @@ class FastPath:
         """Whether the line at ``pos`` (template ``t``) is a ``--log-requests`` line, which the
         full path makes a ``request_log`` event whatever follows its head
         (``[…] Receive: obj=``): the head's template is checked once through the full path.
-        A carriage return could make the terminal show another text: such lines are not."""
+        A carriage return could make the terminal show another text: such lines are not (nor
+        does one decide its head's category)."""
         stats = self.dialect.stats
         mark = stats.request_mark
-        if len(t) <= stats.request_min_len or mark not in t[: stats.request_window]:
+        if len(t) <= stats.request_min_len or mark not in t[: stats.request_window] \
+                or block.find(b"\r", pos, pos + len(t)) >= 0:
             return False
         head = t[: t.find(mark) + len(mark)]
         heads = self.request_heads
@@ -585,10 +587,8 @@ class FastPath:
         if cat is None:
             if len(heads) >= TEMPLATE_MAX_COUNT:
                 return False
-            line = block[pos : pos + len(t)]
-            cat = REQUEST if b"\r" not in line and (
-                template_category(self.events, line) == REQUEST
-                == template_category(self.events, head + b"x)")) else OTHER
+            cat = REQUEST if template_category(self.events, block[pos : pos + len(t)]) == REQUEST \
+                == template_category(self.events, head + b"x)") else OTHER
             wrapper = self._wrapper_class(head) if cat == REQUEST else None
             if wrapper is None:
                 cat = OTHER
@@ -597,7 +597,7 @@ class FastPath:
             heads[head] = cat
             if self.scan_heads is not None:
                 self.scan_heads.add(head, cat, (), -1, False, wrapper or 0)
-        return cat == REQUEST and b"\r" not in block[pos : pos + len(t)]
+        return cat == REQUEST
 
     def _room_for_template(self) -> bool:
         """Whether another template may be learned; when the table is full, the templates of

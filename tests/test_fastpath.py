@@ -328,6 +328,20 @@ def test_c_scan_counts_request_lines_by_their_head():
     assert table.scan(block, block.index(b"[4]"), heads, len(block))[1] == 0  # a head known as not a request line
     unknown_head = b"[1] Receive: obj=" + b"q" * 2000 + b"\n"
     assert table.scan(unknown_head, 0, ScanTemplates(), len(unknown_head))[1] == 0
+    unknown_template = b"[5] Receive: obj=GenerateReqInput(text='not seen before')\n"  # under the cap
+    assert table.scan(unknown_template, 0, heads, len(unknown_template))[1] == 1
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])
+def test_request_lines_are_known_by_their_head_and_never_learned(native):
+    """Each --log-requests line under the template cap has a template of its own: learning
+    them would fill the table (memory) and send every one down the slow path."""
+    requests = [f"[2026-03-23 14:01:07] Receive: obj=GenerateReqInput(rid='r{k}', text='{'word ' * k}')"
+                for k in range(30)]
+    data = log_bytes(*LINES[:3], LINES[3], *requests, LINES[3])
+    analyzer = fast(data, 4096, native)
+    assert analyzer.report("x").to_json() == slow(data).report("x").to_json()
+    assert not any(b"Receive:" in t for t in analyzer.fast.templates)
 
 
 @needs_c_scan
