@@ -359,8 +359,9 @@ line_length(const char *line, const char *end)
 
 /* The template of the ``len`` (<= MAX_TEMPLATE) bytes at ``line`` (every byte '1'..'9' made
  * '0') in ``out`` (MAX_TEMPLATE + BLOCK bytes), and its ``hash_bytes``, in one pass: sixteen
- * bytes at a time with SSE2, which every x86-64 has; eight elsewhere. A block may be read past
- * the line while it lies before ``end`` (the bytes past it are neither hashed nor compared). */
+ * bytes at a time with SSE2, which every x86-64 has; eight elsewhere. Whole blocks first, with
+ * no test per block; the last, partial one may be read past the line while it lies before
+ * ``end`` (the bytes past the line are neither hashed nor compared). */
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #define BLOCK 16
@@ -375,11 +376,43 @@ low_bytes(uint64_t w, Py_ssize_t n)
     return n >= 8 ? w : w & ((1ULL << (8 * n)) - 1);
 }
 
+/* One block of ``src`` with its digits as '0', stored at ``out``; its words in ``w``. */
+static inline void
+zero_digits(const char *src, unsigned char *out, uint64_t w[BLOCK / 8])
+{
+#if defined(__SSE2__)
+    __m128i v = _mm_loadu_si128((const __m128i *)src);
+    __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0')), _mm_cmplt_epi8(v, _mm_set1_epi8(':')));
+    v = _mm_andnot_si128(_mm_and_si128(digit, _mm_set1_epi8(0x0F)), v); /* '1'..'9' -> '0' */
+    _mm_storeu_si128((__m128i *)out, v);
+    w[0] = (uint64_t)_mm_cvtsi128_si64(v);
+    w[1] = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
+#else
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL, zeros = 0x30 * ones;
+    uint64_t x;
+    memcpy(&x, src, 8);
+    uint64_t t = x ^ zeros;              /* a digit's byte is now 0..9 */
+    uint64_t low = t & ~high;
+    uint64_t nonzero = (low + 0x7F * ones) & high;  /* >= 1 */
+    uint64_t ten_up = (low + 0x76 * ones) & high;   /* >= 10 */
+    uint64_t digit = nonzero & ~ten_up & ~(t & high); /* '1'..'9' */
+    x = (x & ~((digit >> 7) * 0xFF)) | (zeros & ((digit >> 7) * 0xFF));
+    memcpy(out, &x, 8);
+    w[0] = x;
+#endif
+}
+
 static uint64_t
 line_template(const char *line, Py_ssize_t len, const char *end, unsigned char *out)
 {
-    uint64_t h = HASH_SEED;
-    for (Py_ssize_t i = 0; i < len; i += BLOCK) {
+    uint64_t h = HASH_SEED, w[BLOCK / 8];
+    Py_ssize_t i = 0;
+    for (; i + BLOCK <= len; i += BLOCK) {
+        zero_digits(line + i, out + i, w);
+        for (int k = 0; k < BLOCK / 8; k++)
+            HASH_MIX(h, w[k]);
+    }
+    if (i < len) {
         unsigned char tmp[BLOCK];
         const char *src = line + i;
         if (end - src < BLOCK) { /* the block's last bytes: never read past its end */
@@ -387,29 +420,9 @@ line_template(const char *line, Py_ssize_t len, const char *end, unsigned char *
             memcpy(tmp, src, (size_t)(end - src));
             src = (const char *)tmp;
         }
-        Py_ssize_t n = len - i; /* the line's bytes in this block: the rest are not hashed */
-#if defined(__SSE2__)
-        __m128i v = _mm_loadu_si128((const __m128i *)src);
-        __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0')), _mm_cmplt_epi8(v, _mm_set1_epi8(':')));
-        v = _mm_andnot_si128(_mm_and_si128(digit, _mm_set1_epi8(0x0F)), v); /* '1'..'9' -> '0' */
-        _mm_storeu_si128((__m128i *)(out + i), v);
-        uint64_t w0 = (uint64_t)_mm_cvtsi128_si64(v), w1 = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
-        HASH_MIX(h, low_bytes(w0, n));
-        if (n > 8)
-            HASH_MIX(h, low_bytes(w1, n - 8));
-#else
-        const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL, zeros = 0x30 * ones;
-        uint64_t w;
-        memcpy(&w, src, 8);
-        uint64_t t = w ^ zeros;              /* a digit's byte is now 0..9 */
-        uint64_t low = t & ~high;
-        uint64_t nonzero = (low + 0x7F * ones) & high;  /* >= 1 */
-        uint64_t ten_up = (low + 0x76 * ones) & high;   /* >= 10 */
-        uint64_t digit = nonzero & ~ten_up & ~(t & high); /* '1'..'9' */
-        w = (w & ~((digit >> 7) * 0xFF)) | (zeros & ((digit >> 7) * 0xFF));
-        memcpy(out + i, &w, 8);
-        HASH_MIX(h, low_bytes(w, n));
-#endif
+        zero_digits(src, out + i, w);
+        for (int k = 0; k < BLOCK / 8 && i + 8 * k < len; k++)
+            HASH_MIX(h, low_bytes(w[k], len - i - 8 * k));
     }
     return hash_end(h, len);
 }
