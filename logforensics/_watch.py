@@ -38,7 +38,7 @@ from ._errors import EXIT_OK
 from ._follow import COUNT_LIMIT, FollowItem, follow_file, follow_stream
 from ._gate import UNTIL, ProcessMonitor, Terminated, WatchOptions
 from ._launcher import read_sidecar
-from ._render.watch import JsonRenderer, PlainRenderer, Renderer, make_renderer
+from ._render.watch import JsonRenderer, PlainRenderer, Renderer
 from ._sources import SourceError
 from ._watcher import Watcher
 
@@ -156,6 +156,24 @@ def _session(out: TextIO | None, closing: list[Any]) -> Iterator[None]:
             if stop is not None:
                 with contextlib.suppress(Exception):
                     stop()
+
+
+def make_renderer(options: WatchOptions, out: TextIO | None = None, console: Any = None) -> Renderer:
+    """The view ``options.mode`` asks for (``auto``: live on a TTY, plain lines otherwise);
+    ``console``: the rich Console of a live view (one on the stream by default)."""
+    mode = options.mode
+    stream = out if out is not None else sys.stdout
+    if mode == "auto":
+        mode = "live" if getattr(stream, "isatty", lambda: False)() else "plain"
+    if mode == "json":
+        return JsonRenderer(stream)
+    if mode == "live":
+        from ._render.live import LiveRenderer, make_live_console
+
+        return LiveRenderer(console or make_live_console(stream, options.width), verbose=options.verbose)
+    if mode == "plain":
+        return PlainRenderer(stream, verbose=options.verbose)
+    raise ValueError(f"unknown watch mode {mode!r}")
 
 
 def watch(source: str = "-", options: WatchOptions | None = None, *,

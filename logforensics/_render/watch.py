@@ -12,7 +12,7 @@ import time
 from typing import Any, TextIO
 
 from .._findings import Finding
-from .._gate import Outcome, ProcessEnd, WatchOptions, WatchView
+from .._gate import Outcome, ProcessEnd, WatchView
 from .._runs import Run
 
 
@@ -153,21 +153,3 @@ class JsonRenderer(Renderer):
 
     def deployment_end(self, summary: dict[str, Any], lines: list[str]) -> None:
         self._emit(summary)
-
-
-def make_renderer(options: WatchOptions, out: TextIO | None = None, console: Any = None) -> Renderer:
-    """The view ``options.mode`` asks for (``auto``: live on a TTY, plain lines otherwise);
-    ``console``: the rich Console of a live view (one on the stream by default)."""
-    mode = options.mode
-    stream = out if out is not None else sys.stdout
-    if mode == "auto":
-        mode = "live" if getattr(stream, "isatty", lambda: False)() else "plain"
-    if mode == "json":
-        return JsonRenderer(stream)
-    if mode == "live":
-        from .live import LiveRenderer, make_live_console
-
-        return LiveRenderer(console or make_live_console(stream, options.width), verbose=options.verbose)
-    if mode == "plain":
-        return PlainRenderer(stream, verbose=options.verbose)
-    raise ValueError(f"unknown watch mode {mode!r}")
