@@ -12,7 +12,7 @@ words, a message's words pick the few candidates, and a candidate is checked by 
 literal pieces in order (linear ``str.find``s) on the message with all whitespace removed, so
 a hard-wrapped message matches as well. A message cut at the screen edge (``...``) matches as
 a prefix. The index is read on the first lookup only, and stays compressed in memory: 32
-sites to a zlib block, a block decoded when a lookup checks one of its sites (``write_index``
+sites to a zlib block, a block decoded when a lookup checks one of its sites (``index_bytes``
 has the format), so a lookup costs a few blocks rather than the whole index's objects.
 """
 
