@@ -64,7 +64,7 @@ class Site:
     def from_row(cls, row: Sequence[str]) -> Site:
         """A site from its row (``to_row``'s strings, in ``COLUMNS`` order)."""
         kind, exc_type, rx, file, function, conditions, flags, env, args, releases = row
-        raw = [_ESCAPED.sub(r"\1", p) for p in _HOLE.split(rx)]
+        raw = _literal_text(rx)
         return cls(
             kind=kind, exc_type=exc_type, regex=rx, file=file, function=function,
             conditions=tuple(c for c in conditions.split("\n") if c),
@@ -207,7 +207,7 @@ def _dictionary(rows: list[list[str]]) -> bytes:
     return b"".join(reversed(chosen))
 
 
-def read_header(raw: bytes) -> dict:
+def _read_header(raw: bytes) -> dict:
     """An index file's header, with ``body_start``: where its dictionary begins."""
     if not raw.startswith(MAGIC):
         raise ValueError("not a logx site index (tools/index_<server>.py writes one)")
@@ -223,7 +223,7 @@ class SiteIndex:
     that work."""
 
     def __init__(self, raw: bytes, data: SiteData | None = None):
-        header = read_header(raw)
+        header = _read_header(raw)
         self.releases: list[str] = header["releases"]
         self.site_count_all_releases: int = header["site_count_all_releases"]
         self.keys: dict[str, str] = header["keys"]

@@ -38,7 +38,7 @@ from pathlib import Path
 from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from logforensics._sites import index_bytes, read_header  # noqa: E402  (the index format logx reads)
+from logforensics._sites import index_bytes  # noqa: E402  (the index format logx reads)
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "sglang-wheels"
@@ -499,7 +499,7 @@ def write(data: dict, out: Path) -> None:
     out.write_bytes(raw)
     templates = {(s.get("t", ""), s.get("re", "")) for s in data["sites"]}
     print(f"{len(data['releases'])} releases, {data['site_count_all_releases']} sites in all, "
-          f"{read_header(raw)['sites']} distinct sites, {len(templates)} unique templates, "
+          f"{len(data['sites'])} distinct sites, {len(templates)} unique templates, "
           f"{len(raw)} bytes -> {out}", file=sys.stderr)
 
 
