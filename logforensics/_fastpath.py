@@ -19,7 +19,7 @@ from ._dialects.base import StatsMarks
 from ._events import Event
 from ._matching import required_literals
 from ._pipeline import EventStream
-from ._runs import RunTracker
+from ._runs import Run, RunTracker
 from ._serving import HEALTH_PATHS, JIT_WORDS, layout, point
 from ._sources import RawLine, SpecialLine, iter_spans
 from ._tracebacks import TracebackAssembler, is_record_start
@@ -305,7 +305,7 @@ class FastPath:
         pos, i = start, 0  # byte offset and index of the next line
         while pos < end:
             if not assembler.has_open and self._timed():
-                series = self.tracker.current.serving.series
+                series = self._own_run().serving.series
                 width = series.width
                 scanner = self.scanner  # read each time: a full template table is rebuilt
                 assert scanner is not None
@@ -389,16 +389,24 @@ class FastPath:
         return n
 
     def _timed(self) -> bool:
-        """Whether the current run has printed its start time: until it has, every line is
-        read (the first line with a time, whatever its kind, is the run's start)."""
-        return self.tracker.current.started_at is not None
+        """Whether the run this server's lines go to has printed its start time: until it
+        has, every line is read (the first line with a time, whatever its kind, is the run's
+        start; the first line of this server in a mixed file starts its run)."""
+        run = self.tracker.own
+        return run is not None and run.started_at is not None
+
+    def _own_run(self) -> Run:
+        """The run this server's statistics lines count in (``_timed``: there is one)."""
+        run = self.tracker.own
+        assert run is not None
+        return run
 
     def _series_of_segment(self, block: bytes, tl: list, cats: list, a: int, b: int, pos: int) -> None:
         """Add the decode lines of lines ``a``..``b-1`` of ``block`` (the first at ``pos``) to
         the run's series, as the C scan does (the Python scan's share of ``serving.Series``)."""
         if DECODE not in cats[a:b]:
             return
-        series = self.tracker.current.serving.series
+        series = self._own_run().serving.series
         layouts = self.layouts
         for j in range(a, b):
             t = tl[j]
@@ -426,6 +434,8 @@ class FastPath:
         if event is None:
             return OTHER
         cat = event_category(event)
+        if cat != OTHER and event.dialect not in (None, self.dialect.name):
+            return OTHER  # another server's statistics line (a mixed file): read whole, for its own run
         if cat == OTHER:  # (its template makes the same kind: not read a second time)
             if self._deferrable(event):
                 self.deferrable.add(template)
@@ -617,14 +627,15 @@ class FastPath:
         return len(known) < TEMPLATE_MAX_COUNT // 2
 
     def take(self, raw: RawLine) -> bool:
-        """``logx watch``'s per-line fast path: while no traceback is open, a batch-stats or
-        HTTP-200 line (a byte test decides) is only counted: True when ``raw`` was."""
+        """``logx watch``'s per-line fast path: while no traceback is open (and the run has
+        its start time, ``_timed``), a batch-stats or HTTP-200 line (a byte test decides) is
+        only counted: True when ``raw`` was."""
         data = raw.data
         stats = self.dialect.stats
-        if raw.eol and not raw.truncated and not self.events.assembler.has_open and (
+        if raw.eol and not raw.truncated and not self.events.assembler.has_open and self._timed() and (
                 not data or stats.decode in data or stats.prefill in data or stats.access_ok in data):
             if data and stats.decode in data:
-                self.tracker.current.serving.series.add_line(data, stats.series)
+                self._own_run().serving.series.add_line(data, stats.series)
             self.bulk.add(raw.number, raw.offset, data)
             return True
         return False
@@ -641,7 +652,7 @@ class FastPath:
                 events += self.feed(RawLine(number, offset, data))
         finally:
             self.tracker.replaying = False
-        run = self.tracker.current
+        run = self._own_run()  # (its representatives made it)
         run.last_line = max(run.last_line, bulk.last_number)
         unread = list(bulk.counts)  # the lines counted but not read, per category
         for item in items:

@@ -187,6 +187,12 @@ class RunTracker:
             self._new_run(1)
         return self._last or self.runs[-1]
 
+    @property
+    def own(self) -> Run | None:
+        """The latest run of the file's own server, where its statistics lines count (in a
+        mixed file the latest event may be another server's); None before its first."""
+        return self._latest.get(self.dialect.name)
+
     def _new_run(self, line: int, dialect: Dialect | None = None) -> Run:
         run = Run(index=len(self.runs) + 1, first_line=line, dialect=dialect or self.dialect,
                   log_runs=self.runs)

@@ -154,16 +154,18 @@ def test_fast_path_equals_line_by_line(native, pool, data, cut, final_newline):
     assert (a.lines, a.bytes) == (b.lines, b.bytes)
 
 
-@pytest.mark.xfail(strict=True, reason="known: in a file read as vLLM's (its first vLLM line is a certain "
-                   "marker), an SGLang decode line goes to the SGLang run's series line by line, not by the scan")
-def test_an_sglang_decode_line_in_a_file_read_as_vllm_is_in_the_same_series():
+@pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])
+def test_a_decode_line_after_another_servers_line_is_in_its_own_runs_series(native):
+    """In a mixed file the latest event may be another server's: the scan adds a statistics
+    line's series point to the run of its own server, where the line counts (it added it to the
+    latest event's run). Found by the property test (an xfail until mended)."""
     log = log_bytes("[2026-03-23 14:00:00] server_args=ServerArgs(model_path='m', tp_size=2)",
                     next(t for t in VLLM_LINES if "Using supplied chat template" in t),
                     "[2026-03-23 14:01:00 TP0] Decode batch, #running-req: 7, #token: 40, token usage: 0.12, "
                     "cuda graph: True, gen throughput (token/s): 80.79, #queue-req: 2",
                     "[2026-03-23 14:00:00] server_args=ServerArgs(model_path='m', tp_size=2)",
                     newline_at_end=False)
-    assert fast(log, 1).report("x").to_json() == slow(log).report("x").to_json()
+    assert fast(log, 1, native).report("x").to_json() == slow(log).report("x").to_json()
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])
