@@ -64,8 +64,11 @@ STATUS_DIGITS = b"000"  # an HTTP status in a template
 
 def template_event(stream: EventStream, data: bytes) -> Event | None:
     """The one event the full path (``stream``'s prefix and rules) makes of ``data`` alone,
-    or None when the line touches the traceback assembler (opens, continues or ends one)."""
+    or None when the line touches the traceback assembler (opens, continues or ends one) or
+    its server depends on the lines before it (``EventStream.certain_alone``: a mixed file)."""
     line = stream.read_alone(data)
+    if not stream.certain_alone(line):
+        return None
     event = stream.tokenizer.tokenize(line)
     assembler = TracebackAssembler()
     consumed, done = assembler.feed(line, event.kind)
@@ -149,19 +152,13 @@ class BulkStretch:
         self.last_number = number
         self._place((number, offset, data, REQUEST), wrapper)
 
-    def add(self, number: int, offset: int, data: bytes) -> None:
-        """One line (``logx watch``'s per-line fast path: a byte test decides)."""
+    def add(self, number: int, offset: int, data: bytes, cat: int, wrapper: int | None) -> None:
+        """One line of category ``cat`` and wrapper class ``wrapper`` (``FastPath.take``, a
+        line at a time)."""
         self.count += 1
         self.last_number = number
-        if not data:  # a blank line only extends the run
-            return
-        if self.stats.decode in data:
-            cat = DECODE
-        elif self.stats.prefill in data:
-            cat = PREFILL
-        else:
-            cat = ACCESS
-        self._place((number, offset, data, cat))
+        if cat != BLANK:  # a blank line only extends the stretch
+            self._place((number, offset, data, cat), wrapper)
 
     def add_segment(self, block: bytes, tl: list, cats: list, a: int, b: int, start: int, end: int,
                     number: int, offset: int, wrappers: dict[bytes, int]) -> None:
@@ -258,6 +255,7 @@ class FastPath:
         if native and ScanTemplates is not None:
             self.scanner, self.scan_heads = self._new_scan_table(), self._new_scan_table()
             self.scanner.add(b"", BLANK)
+        self.mixed = 0  # the other servers present when the templates were learned (``_relearn``)
 
     def _new_scan_table(self) -> _scan.Templates:
         assert ScanTemplates is not None  # only called with the C scan built
@@ -304,6 +302,8 @@ class FastPath:
         offset -= start  # the input offset of block[0]
         pos, i = start, 0  # byte offset and index of the next line
         while pos < end:
+            if self.events.mixed != self.mixed:
+                self._relearn()
             if not assembler.has_open and self._timed():
                 series = self._own_run().serving.series
                 width = series.width
@@ -349,6 +349,9 @@ class FastPath:
         n = len(cats)
         i = pos = 0
         while i < n:
+            if self.events.mixed != self.mixed:
+                self._relearn()
+                cats[i:] = map(get, tl[i:], _ZEROS)
             if not assembler.has_open and self._timed():
                 try:
                     j = cats.index(OTHER, i)
@@ -615,8 +618,24 @@ class FastPath:
         known = self.templates
         if len(known) < TEMPLATE_MAX_COUNT:
             return True
-        kept = {t: c for t, c in known.items() if c not in (OTHER, ERROR_LINE)}  # error lines: often one-off ids
-        known.clear()
+        self._keep({t: c for t, c in known.items() if c not in (OTHER, ERROR_LINE)})  # error lines: often one-off ids
+        return len(known) < TEMPLATE_MAX_COUNT // 2
+
+    def _relearn(self) -> None:
+        """Another server showed up in the file: a line without this server's prefix may be
+        that server's now (``EventStream.certain_alone``), so every template is learned again."""
+        self.mixed = self.events.mixed
+        self.request_heads.clear()
+        self.layouts.clear()
+        self.statuses.clear()
+        if self.scan_heads is not None:
+            self.scan_heads = self._new_scan_table()
+        self._keep({})
+
+    def _keep(self, kept: dict[bytes, int]) -> None:
+        """Forget every learned template but ``kept`` (template -> category)."""
+        known = self.templates
+        known.clear()  # (in place: a block being classified holds its ``get``)
         self.deferrable.clear()
         known.update(kept)
         self.wrappers = {t: w for t, w in self.wrappers.items() if t in kept or t in self.request_heads}
@@ -624,21 +643,39 @@ class FastPath:
             self.scanner = self._new_scan_table()
             for t, c in kept.items():
                 self._add_to_scan(self.scanner, t, c)
-        return len(known) < TEMPLATE_MAX_COUNT // 2
 
     def take(self, raw: RawLine) -> bool:
-        """``logx watch``'s per-line fast path: while no traceback is open (and the run has
-        its start time, ``_timed``), a batch-stats or HTTP-200 line (a byte test decides) is
-        only counted: True when ``raw`` was."""
+        """``logx watch``'s per-line fast path: a line the scan would only count (a learned
+        statistics template's or a request log's, no traceback open, the run timed) is counted
+        here too: True when ``raw`` was. An error line is read whole: the scan counts one only
+        before a serving line, which a line at a time cannot see."""
+        if not raw.eol or raw.truncated or self.events.assembler.has_open or not self._timed():
+            return False
+        if self.events.mixed != self.mixed:
+            self._relearn()
         data = raw.data
-        stats = self.dialect.stats
-        if raw.eol and not raw.truncated and not self.events.assembler.has_open and self._timed() and (
-                not data or stats.decode in data or stats.prefill in data or stats.access_ok in data):
-            if data and stats.decode in data:
-                self._own_run().serving.series.add_line(data, stats.series)
-            self.bulk.add(raw.number, raw.offset, data)
+        t = data.translate(_DIGITS)
+        if self._is_request_log(t, data, 0):
+            self.bulk.add_request(raw.number, raw.offset, data, self._head_wrapper(t))
             return True
-        return False
+        cat = self.templates.get(t)
+        if cat is None:
+            self._learn(t, data)
+            cat = self.templates.get(t, OTHER)
+        if cat == ACCESS:
+            at, health = self.statuses[t]
+            if data[at] >= 53:  # "5"
+                if health:
+                    return False
+                cat = SERVER_ERROR
+        elif cat == DECODE:
+            spans = self.layouts.get(t)
+            if spans is not None:
+                self._own_run().serving.series.add(*point(data, spans))
+        elif cat in (OTHER, ERROR_LINE):
+            return False
+        self.bulk.add(raw.number, raw.offset, data, cat, self.wrappers.get(t))
+        return True
 
     def flush_stretch(self) -> list[Event]:
         """Feed the pending stretch's representatives and count the rest (the caller keeps

@@ -57,6 +57,19 @@ class EventStream:
         self.grep = GrepNumbers()
         self._held: RawLine | None = None  # a first line grep's or srun's, until the next decides
 
+    @property
+    def mixed(self) -> int:
+        """How many other servers have shown their marker so far: until one has, every line
+        is this server's."""
+        return len(self._present)
+
+    def certain_alone(self, line: LogLine) -> bool:
+        """Whether ``line`` (``read_alone``) is this server's whatever was read before it: it
+        has this server's prefix, or no other server has shown up and it shows none's marker
+        (a line that does makes that server present)."""
+        return line.ts is not None or not (self._present or any(
+            rx.search(line.text) for other in self._others for rx in other.markers))
+
     def read_alone(self, data: bytes) -> LogLine:
         """``data`` decoded as this stream would decode it, without it counting as read (a
         template of the statistics fast path)."""

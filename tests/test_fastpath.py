@@ -143,7 +143,7 @@ def fast(data: bytes, cut: int, native: bool = True) -> Analyzer:
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])
-@pytest.mark.parametrize("pool", [LINES, VLLM_LINES], ids=["sglang", "vllm"])
+@pytest.mark.parametrize("pool", [LINES, VLLM_LINES, LINES + VLLM_LINES], ids=["sglang", "vllm", "mixed"])
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), cut=st.integers(1, 300), final_newline=st.booleans())
 def test_fast_path_equals_line_by_line(native, pool, data, cut, final_newline):
@@ -152,6 +152,28 @@ def test_fast_path_equals_line_by_line(native, pool, data, cut, final_newline):
     a, b = fast(log, cut, native), slow(log)
     assert a.report("x").to_json() == b.report("x").to_json()
     assert (a.lines, a.bytes) == (b.lines, b.bytes)
+
+
+def fed_one_by_one(data: bytes) -> Analyzer:
+    """``logx watch``'s live path: a line at a time through ``feed_fast``."""
+    analyzer = Analyzer(CATALOG)
+    for raw in raw_lines(data):
+        analyzer.feed_fast(raw)
+    analyzer.flush_bulk()
+    analyzer.finish()
+    return analyzer
+
+
+@pytest.mark.parametrize("pool", [LINES, VLLM_LINES, LINES + VLLM_LINES], ids=["sglang", "vllm", "mixed"])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), final_newline=st.booleans())
+def test_the_per_line_fast_path_equals_line_by_line(pool, data, final_newline):
+    """A line at a time (a followed file's new lines), the fast path counts what the scan
+    counts: a line whose template is a statistics one (it tested bytes: a bare "… Decode
+    batch" line, figures cut off, was counted and put in the series as a batch line)."""
+    lines = data.draw(st.lists(st.sampled_from(pool), max_size=60))
+    log = log_bytes(*lines, newline_at_end=final_newline) if lines else b""
+    assert fed_one_by_one(log).report("x").to_json() == slow(log).report("x").to_json()
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["c-scan", "python-scan"])

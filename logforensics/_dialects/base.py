@@ -36,8 +36,7 @@ CONFIDENCES = ("given", "certain", "likely", "guess")
 class StatsMarks(NamedTuple):
     """The bytes the statistics fast path tests for this server's lines.
 
-    ``decode``/``prefill``: a batch-statistics line holds it (``logx watch``'s per-line test);
-    ``access_ok``: a successful HTTP access line holds it; ``status_mark``: what stands
+    ``status_mark``: what stands
     between an access line's ``protocol`` and its status (the scan reads the status there);
     ``request_mark``: the mark of a request-log line's head
     (``Receive: obj=``), found in its first ``request_window`` bytes of a line longer than
@@ -46,9 +45,6 @@ class StatsMarks(NamedTuple):
     before the figure (alternatives: the first one the line holds); ``usage_per_unit``: the
     printed token usage of a full pool (1 for a fraction, 100 for a percentage)."""
 
-    decode: bytes
-    prefill: bytes
-    access_ok: bytes
     request_mark: bytes
     protocol: bytes = b"HTTP/"  # an access line holds it once, before its status
     status_mark: bytes = b'" '

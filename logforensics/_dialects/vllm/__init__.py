@@ -109,9 +109,7 @@ DIALECT = Dialect(
     launch_example="vllm serve MODEL …",
     ready_line="Application startup complete.",
     memory_flags=("--gpu-memory-utilization", "--max-model-len"),
-    # vLLM prints one statistics line per interval (no separate prefill line): both marks name it
-    stats=StatsMarks(decode=b"Avg generation throughput:", prefill=b"Avg generation throughput:",
-                     access_ok=b'HTTP/1.1" 200', request_mark=b"Received request ",
+    stats=StatsMarks(request_mark=b"Received request ",
                      series=((b"Avg generation throughput: ",), (b"Waiting: ", b"Pending: "),
                              (b"GPU KV cache usage: ", b"KV cache usage: "), (b"Running: ",)), usage_per_unit=100.0),
     facts=load_facts(bundled_dir() / "vllm" / "facts.toml"),
