@@ -469,13 +469,28 @@ def _oom_loading_far_beyond_the_shards(run: Any) -> list[tuple[int, str]] | None
     return None
 
 
+# what a signal itself raises: the stop, not a failure that came before it
+_SIGNAL_EXCEPTIONS = lazy(r"(?:^|\.)(?:KeyboardInterrupt|SystemExit|CancelledError)$")
+
+
 def _shutdown_requested(run: Any) -> list[tuple[int, str]] | None:
-    """a vLLM server was asked to stop (SIGINT/SIGTERM, "Shutting down."): the engine's death
-    that follows is the shutdown, not a failure"""
+    """a vLLM server was asked to stop (SIGINT/SIGTERM, "Shutting down.") before anything in it
+    failed: the engine's death that follows is the shutdown, not a failure. A server whose engine
+    died first (a fatal error, a process that died or was killed, a traceback while serving, the
+    front end's own EngineDeadError) is shut down because of it: the shutdown is the aftermath."""
     if run.dialect.name != "vllm":
         return None
     stops = [e for e in run.endings if e.kind == "shutdown"]
-    return [(stops[0].number, stops[0].line.text[:300])] if stops else None
+    if not stops:
+        return None
+    stop = stops[0].number
+    if any(e.kind != "shutdown" and e.number < stop for e in run.endings):
+        return None  # "EngineCore encountered a fatal error", "… died unexpectedly", "Killed"
+    ready = run.phase_lines.get("ready", 0)  # a traceback the start-up survived is no failure
+    if any(ready <= tb.first_line < stop and not _SIGNAL_EXCEPTIONS.search(tb.exc_type or "")
+           for tb in run.tracebacks):
+        return None
+    return [(stops[0].number, stops[0].line.text[:300])]
 
 
 CONDITIONS = {
