@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import _cache
 from ._conditions import CONDITIONS
-from ._dialects import DIALECTS
+from ._dialects import DIALECTS, PHASE_RANK
 from ._dialects.base import bundled_dir
 from ._errors import CatalogError
-from ._record import field, record
+from ._record import field, record, replace
 
 if TYPE_CHECKING:
     import regex
@@ -57,6 +57,7 @@ MATCH_KEYS = (*TRACEBACK_KEYS, "line", "condition", "found_by", "event", "at_lea
 MERGES = ("id", "title")  # findings of one pattern: one per id, or one per filled title
 BUILTIN_FOLDER = "builtin"  # the bundled patterns of the findings logx's stages make
 REQUIRED = ("id", "title", "severity", "phase", "explanation", "fix")
+PHASE_TEXTS = ("title", "explanation", "fix")  # what a [pattern.from_phase.<phase>] table may say
 REGEX_TIMEOUT = 0.25  # seconds, per search
 FACTS_FILE = "facts.toml"  # a dialect's facts beside its patterns (dialects/base.py reads it)
 ENV_VAR = "LOGX_PATTERNS"
@@ -144,10 +145,22 @@ class Pattern:
     merge: str = "id"  # "title": findings merged only when their filled titles are the same
     survivable: bool = False  # a finding the server kept serving after is a warning
     yields_to_cause: bool = False  # a stale-log verdict that follows a catalog root cause
+    # ``[pattern.from_phase.<phase>]``: phase -> the texts (title, explanation, fix) of a finding
+    # in that phase or a later one, in lifecycle order (a wrapper that says "start-up failed"
+    # at start-up and "died while serving" once the run served)
+    from_phase: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def is_problem(self) -> bool:
         return self.severity in ("fatal", "error")
+
+    def in_phase(self, phase: str) -> Pattern:
+        """The pattern as a finding in ``phase`` tells it: the texts of its latest
+        ``from_phase`` at or before ``phase`` in the lifecycle, its own where none is."""
+        rank = PHASE_RANK.get(phase)
+        texts = None if rank is None else next(
+            (t for name, t in reversed(self.from_phase.items()) if PHASE_RANK[name] <= rank), None)
+        return replace(self, **texts, from_phase={}) if texts else self
 
 
 @record(eq=False)
@@ -321,7 +334,27 @@ def build_pattern(table: dict, file: Path | str, index: int = 0, compile_now: bo
         phase=table["phase"], explanation=table["explanation"].strip(),
         fix=table["fix"].strip(), priority=priority, references=references, matches=matches,
         source=str(file), role=role, dialect=dialect, merge=merge, **flags,
+        from_phase=_phase_texts(table.get("from_phase", {}), fail),
     )
+
+
+def _phase_texts(tables: Any, fail) -> dict[str, dict[str, str]]:
+    """``[pattern.from_phase.<phase>]`` tables: a lifecycle phase each (``ready``, ``serving``,
+    …), with a ``title``, ``explanation`` and/or ``fix`` that replace the pattern's own for a
+    finding in that phase or a later one. In lifecycle order."""
+    if not isinstance(tables, dict):
+        raise fail("'from_phase' must be a table of [pattern.from_phase.<phase>] tables")
+    out = {}
+    for phase in sorted(tables, key=lambda name: PHASE_RANK.get(name, -1)):
+        texts = tables[phase]
+        if phase not in PHASE_RANK:
+            raise fail(f"from_phase: unknown phase '{phase}' (one of {', '.join(PHASE_RANK)})")
+        if not isinstance(texts, dict) or not texts or set(texts) - set(PHASE_TEXTS):
+            raise fail(f"from_phase.{phase} takes {', '.join(PHASE_TEXTS)} (at least one)")
+        if not all(isinstance(v, str) and v.strip() for v in texts.values()):
+            raise fail(f"from_phase.{phase}: each text must be a non-empty string")
+        out[phase] = {key: value.strip() for key, value in texts.items()}
+    return out
 
 
 def build_match(table: dict, fail, compile_now: bool = True) -> MatchSpec:

@@ -415,12 +415,14 @@ class Matcher:
 
                 values["renamed_flags"] = _sites.renamed_flags(hit.groups["rejected_flags"], *_release_of(run)[1],
                                                                run.dialect.sites, run.dialect.label)
-            title = fill(hit.pattern.title, values)
-            key = (hit.pattern.id, title) if hit.pattern.merge == "title" else (hit.pattern.id,)
-            keyed.append((hit, values, key))
+            p = hit.pattern
+            phase = _phase_at(run, hit) if p.phase == "any" else run.phase if p.phase == "reached" else p.phase
+            title = fill(p.in_phase(phase).title, values)
+            key = (p.id, title) if p.merge == "title" else (p.id,)
+            keyed.append((hit, values, key, phase))
             last_seen[key] = max(last_seen.get(key, 0), _last_line(hit))
         merged: dict[tuple, Finding] = {}
-        for hit, values, key in keyed:
+        for hit, values, key, phase in keyed:
             p = hit.pattern
             if key in merged:
                 f = merged[key]
@@ -439,7 +441,6 @@ class Matcher:
                 extra = [e for e in hit.evidence if e.line not in have]
                 f.evidence = sorted(f.evidence + extra, key=lambda e: e.line)[:MAX_EVIDENCE]
                 continue
-            phase = _phase_at(run, hit) if p.phase == "any" else run.phase if p.phase == "reached" else p.phase
             survived = p.survivable and run.last_serving_line > last_seen[key]
             merged[key] = make_finding(
                 p, values, sorted(hit.evidence, key=lambda e: e.line), hit.confidence, run.index, phase,
@@ -459,7 +460,9 @@ def make_finding(pattern: Pattern, values: dict[str, Any], evidence: list[Eviden
                  at: str | None = None) -> Finding:
     """The one place a finding is made: ``pattern``'s texts filled with ``values``.
     ``served_after``: the line the server served at after the pattern's last sighting (a
-    survivable pattern's failed request or passing trouble: a warning that says so)."""
+    survivable pattern's failed request or passing trouble: a warning that says so). The texts
+    are the pattern's in ``phase`` (``Pattern.in_phase``: its ``from_phase`` tables)."""
+    pattern = pattern.in_phase(phase)
     severity, explanation = pattern.severity, fill(pattern.explanation, values)
     if served_after is not None:  # what the server survived: a failed request, not a crash
         severity = "warning"
