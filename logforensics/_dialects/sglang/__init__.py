@@ -56,7 +56,10 @@ DIALECT = Dialect(
                          r"from_pretrained|safetensors")),
         ("kv_alloc", lazy(r"memory_pool|init_memory_pool|kv_cache_configurator|"
                           r"pool_configurator|init_cache_with_memory_pool|hiradix_cache")),
-        ("cuda_graph", lazy(r"cuda_graph|graph_runner|\bcapture\b|init_device_graphs")),
+        # a frame that captures or sets the graphs up, not a graph runner's replay (every decode
+        # step while serving runs in cuda_graph_runner.py:replay)
+        ("cuda_graph", lazy(r"graph_runner\w*\.py:(?:__init__|run_once)|:\w*capture|init_device_graphs|"
+                            r"init_cuda_graphs|cuda_graph_setup|cuda/graphs\.py:__(?:enter|exit)__")),
         ("warmup", lazy(r"_wait_and_warmup|\bwarmup\b")),
         ("serving", lazy(r"event_loop|run_batch|forward_batch|process_batch_result|"
                          r"handle_generate_request|detokenizer_manager|self_check_during_idle")),

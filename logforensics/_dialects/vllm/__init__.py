@@ -81,7 +81,10 @@ DIALECT = Dialect(
         ("kv_alloc", lazy(r"determine_available_memory|determine_num_available_blocks|profile_run|"
                           r"kv_cache_utils|kv_cache_planning|initialize_cache|_initialize_kv_caches|"
                           r"raise_if_cache_size_invalid")),
-        ("cuda_graph", lazy(r"capture_model|_capture_cudagraphs|cuda_graph|cudagraph")),
+        # a frame that captures (capture_model, _capture_cudagraphs, …, torch's capture context),
+        # not the graph wrapper every V1 forward passes (vllm/compilation/cuda_graph.py:__call__,
+        # cudagraph_dispatcher): an OOM while serving has those frames too
+        ("cuda_graph", lazy(r":\w*capture|cuda/graphs\.py:__(?:enter|exit)__")),
         ("warmup", lazy(r"_dummy_sampler_run|_dummy_pooler_run|compile_or_warm_up_model")),
         ("serving", lazy(r"execute_model|sample_tokens|step_with_batch_queue|run_busy_loop|"
                          r"process_input_sockets|output_handler")),
