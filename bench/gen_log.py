@@ -967,9 +967,30 @@ def build_vllm_warning_pool(v: VllmRun, rng: random.Random) -> list[str]:
     return out
 
 
-def vllm_bulk(out: Out, clock: Clock, run: Run, v: VllmRun, rng: random.Random, stop_at: int) -> None:
-    """Serving: uvicorn access lines every second, the statistics line every interval."""
+def build_vllm_request_pool(rng: random.Random, n: int = 512) -> list[tuple[str, str]]:
+    """``--enable-log-requests`` lines of vLLM 0.13 (v1, entrypoints/logger.py:47 and
+    v1/engine/async_llm.py:353): (Received body, Added body), each request id a uuid4 hex."""
+    out = []
+    for _ in range(n):
+        rid = f"chatcmpl-{rng.getrandbits(128):032x}"
+        params = (f"SamplingParams(n=1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, "
+                  f"temperature={rng.choice((0.0, 0.6, 0.7, 1.0))}, top_p={rng.choice((0.8, 0.95, 1.0))}, top_k=0, "
+                  f"min_p=0.0, seed=None, stop=[], stop_token_ids=[], bad_words=[], include_stop_str_in_output=False, "
+                  f"ignore_eos=False, max_tokens={rng.choice((128, 256, 512, 1024, 4000))}, min_tokens=0, "
+                  "logprobs=None, prompt_logprobs=None, skip_special_tokens=True, spaces_between_special_tokens=True, "
+                  "truncate_prompt_tokens=None, structured_outputs=None, extra_args=None)")
+        out.append((f"logger.py:47|Received request {rid}: params: {params}, lora_request: None.",
+                    f"async_llm.py:353|Added request {rid}."))
+    return out
+
+
+def vllm_bulk(out: Out, clock: Clock, run: Run, v: VllmRun, rng: random.Random, stop_at: int,
+              log_requests: bool = False) -> None:
+    """Serving: uvicorn access lines every second, the statistics line every interval (and
+    each request's Received/Added lines with ``log_requests``)."""
     stats = build_vllm_stats_pool(v, rng)
+    reqs = build_vllm_request_pool(rng) if log_requests else []
+    ri = 0
     SM = len(stats) - 1
     acc = [f"{v.api}{line}" for line in build_access_pool(rng)]
     AM = (1 << ACCESS_BITS) - 1
@@ -996,6 +1017,10 @@ def vllm_bulk(out: Out, clock: Clock, run: Run, v: VllmRun, rng: random.Random, 
         aci += 1
         if na:
             s = ai & AM
+            for _ in range(na if reqs else 0):  # each request: Received and Added as it arrives
+                for where, msg in (body.split("|", 1) for body in reqs[ri % len(reqs)]):
+                    parts.append(vrec(v.api, "INFO", vts(clock, t), where, msg))
+                ri += 1
             parts.append("\n".join(acc2[s:s + na]))
             ai += na
         if rnd() < 0.003:
@@ -1191,7 +1216,7 @@ def generate(path: str, size: int, seed: int, ranks: int, n_runs: int,
         stop_at = int(size * cum) - (tail_reserve if run.ending == "crash" else 800)
         if shape == "vllm":
             v = vllm_startup(out, clock, run, rr)
-            vllm_bulk(out, clock, run, v, rr, stop_at)
+            vllm_bulk(out, clock, run, v, rr, stop_at, log_requests)
             if run.ending == "crash":
                 vllm_crash(out, clock, run, v, rr)
             else:
@@ -1219,7 +1244,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ranks", type=int, default=8, help="TP/DP ranks per run (default 8)")
     ap.add_argument("--runs", type=int, default=3, help="server runs appended (default 3)")
     ap.add_argument("--log-requests", action="store_true",
-                    help="also write the Receive/Finish request lines of --log-requests")
+                    help="also write the request lines of --log-requests (SGLang's Receive/Finish; "
+                         "vLLM's Received/Added with --shape vllm)")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="default",
                     help="; ".join(f"{k}: {v}" for k, v in SHAPES.items()))
     a = ap.parse_args(argv)

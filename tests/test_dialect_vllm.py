@@ -102,6 +102,27 @@ def test_events_read_vllm_lines_with_their_numbers():
     assert "ready" in events
 
 
+@pytest.mark.parametrize("text", [
+    "INFO 12-05 10:00:01 logger.py:37] Received request chatcmpl-9f3c0a1b2d: prompt: 'Traceback (most recent "
+    "call last):', params: SamplingParams(n=1, temperature=0.7), prompt_token_ids: [1, 2], lora_request: None, "
+    "prompt_adapter_request: None.",
+    "INFO 12-05 10:00:01 async_llm_engine.py:211] Added request chatcmpl-9f3c0a1b2d.",
+    "INFO 12-05 10:00:02 async_llm_engine.py:179] Finished request chatcmpl-9f3c0a1b2d.",
+    "(APIServer pid=7) INFO 09-10 14:19:07 [logger.py:47] Received request chatcmpl-3fce: params: "
+    "SamplingParams(n=1, max_tokens=512), lora_request: None.",
+    "(APIServer pid=7) INFO 09-10 14:19:07 [async_llm.py:353] Added request chatcmpl-3fce.",
+])
+def test_request_logging_lines_are_request_logs_whatever_they_quote(text, tmp_path):
+    """vLLM logs each request (by default up to 0.6.x, with --enable-log-requests since): its
+    lines quote user content and are the statistics fast path's request lines (known by their
+    head, ``StatsMarks.request_mark``: a request id of hex letters makes a template per line)."""
+    assert VLLM_TOKENIZER.tokenize(line(text)).kind == "request_log"
+    log = tmp_path / "requests.log"
+    log.write_text("\n".join(["(APIServer pid=7) INFO 09-10 14:19:00 [api_server.py:1351] Starting vLLM API "
+                              "server 0 on http://0.0.0.0:8000", text, text]) + "\n")
+    assert not explain(str(log), options=Options()).runs[0].tracebacks
+
+
 def test_a_traceback_with_the_prefix_on_every_line_is_one_traceback_per_process(tmp_path):
     worker = "(VllmWorker rank=1 pid=11) ERROR 06-20 01:02:03 [multiproc_executor.py:527] "
     engine = "(EngineCore_DP0 pid=10) ERROR 06-20 01:02:03 [core.py:700] "

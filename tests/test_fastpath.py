@@ -124,6 +124,12 @@ VLLM_LINES = [
     '(Worker_TP1 pid=3106066) ERROR 09-11 04:47:10 [multiproc_executor.py:824]   File '
     '"/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py", line 447, in execute_model',
     "(APIServer pid=3105703) INFO 09-10 14:20:01 [api_server.py:1351] Starting vLLM API server 0 on http://0.0.0.0:8000",
+    # a request log (--enable-log-requests), V0's statistics line (0.6.x), undecorated access (0.33)
+    "(APIServer pid=3105703) INFO 09-10 14:19:17 [logger.py:41] Received request chatcmpl-9f3: prompt: 'say 42', "
+    "params: SamplingParams(n=1, temperature=0.7, max_tokens=16), prompt_token_ids: [1, 2, 3], lora_request: None.",
+    "INFO 12-05 10:00:01 metrics.py:345] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 31.6 "
+    "tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 0.1%, CPU KV cache usage: 0.0%.",
+    'INFO:     127.0.0.1:40000 - "POST /v1/completions HTTP/1.1" 200 OK',
 ]
 
 

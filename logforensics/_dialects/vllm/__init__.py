@@ -112,7 +112,7 @@ DIALECT = Dialect(
     launch_example="vllm serve MODEL …",
     ready_line="Application startup complete.",
     memory_flags=("--gpu-memory-utilization", "--max-model-len"),
-    stats=StatsMarks(request_mark=b"Received request ",
+    stats=StatsMarks(request_mark=b" request ",  # (Received/Added/Finished request <id>)
                      series=((b"Avg generation throughput: ",), (b"Waiting: ", b"Pending: "),
                              (b"GPU KV cache usage: ", b"KV cache usage: "), (b"Running: ",)), usage_per_unit=100.0),
     facts=load_facts(bundled_dir() / "vllm" / "facts.toml"),

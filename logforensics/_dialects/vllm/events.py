@@ -162,6 +162,12 @@ RULES: tuple[Rule, ...] = (
     Rule("decode_batch", r"(?:(?:Engine \d{3}|\d+ Engines Aggregated): )?Avg prompt throughput: "
                          r"(?P<prompt_tps>[\d.]+) tokens/s, "
          r"Avg generation throughput: (?P<gen_tps>[\d.]+) tokens/s", contains="Avg prompt throughput", parse=_metrics),
+    # request logging (on by default up to 0.6.x, --enable-log-requests since): "Received request
+    # <id>: prompt: '…'" (user content), "Added request <id>.", "Finished request <id>." (0.6.6
+    # entrypoints/logger.py, engine/async_llm_engine.py; 0.13 v1/engine/async_llm.py)
+    Rule("request_log", r"(?P<verb>Received|Added|Finished) request ", starts="Received request "),
+    Rule("request_log", r"(?P<verb>Received|Added|Finished) request ", starts="Added request "),
+    Rule("request_log", r"(?P<verb>Received|Added|Finished) request ", starts="Finished request "),
     UVICORN_ACCESS,
     Rule("input_too_long", r"This model's maximum context length is (?P<max_tokens>\d+) tokens\. However, "
          r"(?:your request has|you requested|your prompt contains) (?P<input_tokens>\d+)",
