@@ -13,7 +13,8 @@ loop that only reads the lines, and ``grep -c Traceback``. Prints a Markdown tab
 CPU seconds, MB/s, lines/s and peak RSS (the child's ``ru_maxrss``, read by a fresh wrapper
 process so that no other child pollutes it).
 
-``--shapes`` instead benchmarks each of gen_log.py's shapes (``all`` or a comma list): per shape,
+``--shapes`` instead benchmarks each of gen_log.py's shapes (``all`` or a comma list; ``SHAPE+requests``
+is the shape with its server's request logging, ``all`` includes default's and vllm's): per shape,
 ``logx explain`` and the plain read loop, interleaved in the same run, and a table of each
 shape's speed as a share of the read loop's, by wall time and by CPU time (user + system: on a
 shared machine the CPU time is the steadier figure).
@@ -104,17 +105,22 @@ def count_lines(log: Path) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
 
 
+REQUEST_SHAPES = ["default+requests", "vllm+requests"]  # in ``--shapes all`` too
+
+
 def shapes_table(workdir: Path, a: argparse.Namespace) -> None:
     """Each shape's ``logx explain`` beside the read loop on the same file, in one run."""
     sys.path.insert(0, str(HERE))
     from gen_log import SHAPES
 
-    names = sorted(SHAPES) if a.shapes == "all" else a.shapes.split(",")
+    # "SHAPE+requests": the shape with its server's request logging (--log-requests)
+    names = sorted(SHAPES) + REQUEST_SHAPES if a.shapes == "all" else a.shapes.split(",")
     logx = logx_command()
     print(f"C scan: {'built' if c_scan_built(logx) else 'NOT built'}", file=sys.stderr)
     rows = []
     for shape in names:
-        log = generated(workdir, a.size, a.seed, shape=shape)
+        base, _, extra = shape.partition("+")
+        log = generated(workdir, a.size, a.seed, log_requests=extra == "requests", shape=base)
         size, lines = log.stat().st_size, count_lines(log)
         xs, loops = [], []
         for _ in range(a.repeat):  # interleaved, so that load on the machine hits both alike
