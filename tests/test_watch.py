@@ -872,3 +872,39 @@ def test_the_back_log_is_whole_lines_of_a_regular_file_followed_from_its_start(t
     fifo = tmp_path / "pipe.log"
     os.mkfifo(fifo)
     assert watch_module._backlog(str(fifo), WatchOptions(), None) == 0  # not opened: no writer, no hang
+
+
+def test_a_back_log_with_many_sightings_of_reported_findings_is_watched_as_when_each_derives(tmp_path, monkeypatch):
+    """Catching up on a long log whose hits change many times (a retraction warning every
+    ~2,000 lines of three runs): the findings derived from the hits that decide them
+    (``Watcher._only_seen_hits``) report what deriving them in full from every hit reports,
+    in the same order and with the same texts, lines and times, and the gate ends alike."""
+    log = tmp_path / "server.log"
+    subprocess.run([sys.executable, str(REPO / "bench" / "gen_log.py"), str(log), "--size", "6MB",
+                    "--shape", "wide", "--ranks", "2"], check=True, capture_output=True)
+    monkeypatch.setattr(watch_module, "BACKLOG_BYTES", 0)
+    shortcut = Watcher._only_seen_hits
+    taken = []
+
+    def counted(self, run):
+        took = shortcut(self, run)
+        taken.append(took)
+        return took
+
+    def watched() -> tuple[list[dict], list[tuple]]:
+        out = io.StringIO()
+        seen: list[Watcher] = []
+        execute = Watcher.execute
+        monkeypatch.setattr(Watcher, "execute", lambda self: seen.append(self) or execute(self))
+        watch(str(log), WatchOptions(mode="json", until="ready", timeout=60), out=out)
+        monkeypatch.setattr(Watcher, "execute", execute)
+        shown = [(f.id, f.severity, f.title, f.fix, f.evidence[0].line if f.evidence else None, f.streams, f.at)
+                 for f in seen[0].current_findings()]
+        return jsonl(out.getvalue()), shown
+
+    monkeypatch.setattr(Watcher, "_only_seen_hits", counted)
+    objs, shown = watched()
+    assert sum(taken) > 20, taken  # the shortcut was taken, many times
+    monkeypatch.setattr(Watcher, "_only_seen_hits", lambda self, run: False)  # every hit derives in full
+    assert watched() == (objs, shown)
+    assert [o for o in objs if o["type"] == "finding"] and objs[-1]["reason"] == "failed", objs[-1]
