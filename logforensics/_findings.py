@@ -400,7 +400,7 @@ class Matcher:
                         ev += [e for e in evidence if e.line not in {x.line for x in ev}]
                         hits.append(Hit(pattern, result[0], ev, CONFIDENCE["condition_traceback"], tb.stream, tb))
                         break
-        hits = [h for h in _one_per_traceback(hits) if not _before_serving(h, run)]
+        hits = [h for h in _one_per_traceback(hits) if not before_serving(h, run)]
         year = printed_year(run.started_at or run.ended_at)
         if not any(h.pattern.is_problem and h.pattern.role == "cause" and h.pattern.priority > SITE_PRIORITY
                    for h in hits):  # a plain error line may name the cause a site knows
@@ -634,7 +634,7 @@ def _repeats(f: Finding, hit: Hit) -> bool:
             and hit.traceback.signature == f.traceback.signature)
 
 
-def _before_serving(hit: Hit, run: Run) -> bool:
+def before_serving(hit: Hit, run: Run) -> bool:
     """A serving-phase warning matched on a line printed before the server served (the same
     JIT text seen during start-up) is not a serving problem. Serving starts at the ready line,
     or in a tail without one at the first batch or retraction line."""

@@ -24,7 +24,7 @@ from ._analysis import Analyzer, Options, run_facts
 from ._catalog import Catalog, load_catalog
 from ._clock import SYSTEM_CLOCK, Clock
 from ._errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
-from ._findings import Evidence, Finding, Hit, Matcher, _before_serving, evidence_time, rank, stage_finding
+from ._findings import Evidence, Finding, Hit, Matcher, before_serving, evidence_time, rank, stage_finding
 from ._follow import FollowItem, Tick
 from ._gate import (
     SETTLE_SECONDS,
@@ -66,7 +66,7 @@ class _SeenHits:
     and values), the last seen (whether it was survived), the earliest evidence line, the most
     confident, the first of each stream (the streams, in order) and the first that prints a
     time (``at``). The rest only count (``occurrences``) and add evidence lines after the
-    first. Hits the findings drop before serving (``_before_serving``) are left out; every
+    first. Hits the findings drop before serving (``before_serving``) are left out; every
     other hit is kept. Read incrementally: valid while ``state`` (what the choice depends on)
     holds."""
 
@@ -94,7 +94,7 @@ class _SeenHits:
                 keep.append(True)
                 continue
             keep.append(False)
-            if _before_serving(h, run):  # dropped by the findings either way
+            if before_serving(h, run):  # dropped by the findings either way
                 continue
             last = max((e.line for e in h.evidence), default=0)
             first = min((e.line for e in h.evidence), default=0)
@@ -313,9 +313,9 @@ class Watcher:
         the run's findings from every hit again (each time more of them), they are derived from
         the hits that decide what a finding shows (``_SeenHits``); when that derivation has no
         finding not yet reported, neither has the full one: it is the watch's current findings
-        (only their ``occurrences`` and later evidence lines are short of the full count until
-        the next full derivation) and nothing is reported. Else (False) the full derivation runs,
-        as it always did."""
+        (only their ``occurrences`` and later evidence lines are short of the full count, until
+        the next full derivation: the file's end has one) and nothing is reported. Else (False)
+        the full derivation runs, as it always did."""
         if not self._catching_up or self._pending_hits or run is not self.run:
             return False
         matcher = self.analyzer.matcher_for(run)

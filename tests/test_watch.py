@@ -878,7 +878,8 @@ def test_a_back_log_with_many_sightings_of_reported_findings_is_watched_as_when_
     """Catching up on a long log whose hits change many times (a retraction warning every
     ~2,000 lines of three runs): the findings derived from the hits that decide them
     (``Watcher._only_seen_hits``) report what deriving them in full from every hit reports,
-    in the same order and with the same texts, lines and times, and the gate ends alike."""
+    in the same order and with the same texts, lines and times, and the gate ends alike; once
+    caught up, the current findings are the full derivation's, their counts too."""
     log = tmp_path / "server.log"
     subprocess.run([sys.executable, str(REPO / "bench" / "gen_log.py"), str(log), "--size", "6MB",
                     "--shape", "wide", "--ranks", "2"], check=True, capture_output=True)
@@ -898,8 +899,8 @@ def test_a_back_log_with_many_sightings_of_reported_findings_is_watched_as_when_
         monkeypatch.setattr(Watcher, "execute", lambda self: seen.append(self) or execute(self))
         watch(str(log), WatchOptions(mode="json", until="ready", timeout=60), out=out)
         monkeypatch.setattr(Watcher, "execute", execute)
-        shown = [(f.id, f.severity, f.title, f.fix, f.evidence[0].line if f.evidence else None, f.streams, f.at)
-                 for f in seen[0].current_findings()]
+        shown = [(f.id, f.severity, f.title, f.fix, [e.line for e in f.evidence], f.streams, f.at, f.occurrences)
+                 for f in seen[0].current_findings()]  # (all of them: the back-log's end derives in full)
         return jsonl(out.getvalue()), shown
 
     monkeypatch.setattr(Watcher, "_only_seen_hits", counted)
@@ -908,3 +909,4 @@ def test_a_back_log_with_many_sightings_of_reported_findings_is_watched_as_when_
     monkeypatch.setattr(Watcher, "_only_seen_hits", lambda self, run: False)  # every hit derives in full
     assert watched() == (objs, shown)
     assert [o for o in objs if o["type"] == "finding"] and objs[-1]["reason"] == "failed", objs[-1]
+
