@@ -57,7 +57,8 @@ def check_share(path, data: bytes | None = None):
     shared = build_share(data, name=str(path), catalog=CATALOG)
     markdown = shared.markdown()
     assert len(markdown.splitlines()) <= MAX_OUTPUT_LINES
-    assert diagnosis(code_block(markdown)) == diagnosis(data) == shared.rediagnosed
+    # (``shared.expected``: the whole log's explained answer, which build_share read already)
+    assert diagnosis(code_block(markdown)) == shared.expected == shared.rediagnosed
     return shared, markdown
 
 
@@ -89,6 +90,8 @@ def test_the_planted_secrets_reach_the_excerpt_unredacted():
         data = plant(path.read_text(encoding="utf-8", errors="replace")).encode()
         markdown = build_share(data, name=path.name, catalog=CATALOG, redactor=Redactor(enabled=False)).markdown()
         seen |= {name for name, secret in PLANTED.items() if secret in markdown}
+        if seen == set(PLANTED):
+            break
     assert seen == set(PLANTED)
 
 

@@ -4,6 +4,7 @@ is matched back to its site; findings name the site, its check and its flags."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -46,15 +47,17 @@ def in_release(site: Site, version: str) -> bool:
     return any(_vt(a) <= _vt(version) <= _vt(b) for a, b in site.releases)
 
 
+@functools.cache
 def sample() -> list[tuple[str, Site]]:
     """Every Nth raise/assert site of each release (deterministic), one-line templates that
-    the index files (enough literal text to name a site)."""
+    the index files (enough literal text to name a site). Built once: it reads every site."""
     index = site_index()
     indexed = sorted({i for w in index.keys for i in index.posting(w)})
+    one_line = [s for s in map(index.site, indexed) if s.kind in ("raise", "assert")
+                and "\n" not in s.regex and "\\\n" not in s.regex]
     out = []
     for version in RELEASES:
-        eligible = [s for s in map(index.site, indexed) if s.kind in ("raise", "assert")
-                    and in_release(s, version) and "\n" not in s.regex and "\\\n" not in s.regex]
+        eligible = [s for s in one_line if in_release(s, version)]
         step = max(1, len(eligible) // PER_RELEASE)
         out += [(version, s) for s in eligible[::step][:PER_RELEASE]]
     return out
