@@ -15,7 +15,6 @@ from itertools import repeat
 from typing import Any
 
 from ._dialects import Dialect
-from ._dialects.base import StatsMarks
 from ._events import Event
 from ._matching import required_literals
 from ._pipeline import EventStream
@@ -107,15 +106,14 @@ class BulkStretch:
     lines that represent it (its first line, the first line of each of ``FIRSTS``, the last
     line of every category and of every wrapper class: a headless line after the stretch
     belongs to the stream of its wrapper's last line). Items are ``(number, offset, data,
-    category)``. ``stats``: the dialect's marks of its statistics lines."""
+    category)``."""
 
-    __slots__ = ("count", "counts", "deferred", "first", "firsts", "lasts", "last_number", "stats", "wrapper_lasts")
+    __slots__ = ("count", "counts", "deferred", "first", "firsts", "lasts", "last_number", "wrapper_lasts")
     first: StretchItem | None
     firsts: list[StretchItem | None]
     lasts: list[StretchItem | None]
 
-    def __init__(self, stats: StatsMarks) -> None:
-        self.stats = stats
+    def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
@@ -239,7 +237,7 @@ class FastPath:
         self.feed, self.flush = feed, flush
         self.line_specs = line_specs
         self._literals: list[tuple[tuple[str, ...], bool] | None] | None = None  # of line_specs, on first use
-        self.bulk = BulkStretch(dialect.stats)
+        self.bulk = BulkStretch()
         self.templates: dict[bytes, int] = {b"": BLANK}  # template -> category
         self.layouts: dict[bytes, tuple] = {}  # decode template -> where its figures are (serving.layout)
         # access template -> (where its status is, whether its path is a health check's)
@@ -437,8 +435,6 @@ class FastPath:
         if event is None:
             return OTHER
         cat = event_category(event)
-        if cat != OTHER and event.dialect not in (None, self.dialect.name):
-            return OTHER  # another server's statistics line (a mixed file): read whole, for its own run
         if cat == OTHER:  # (its template makes the same kind: not read a second time)
             if self._deferrable(event):
                 self.deferrable.add(template)
