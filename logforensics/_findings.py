@@ -400,7 +400,7 @@ class Matcher:
                         ev += [e for e in evidence if e.line not in {x.line for x in ev}]
                         hits.append(Hit(pattern, result[0], ev, CONFIDENCE["condition_traceback"], tb.stream, tb))
                         break
-        hits = [h for h in _one_per_traceback(hits) if not before_serving(h, run)]
+        hits = [h for h in _one_per_traceback(hits) if not _before_serving(h, run)]
         year = printed_year(run.started_at or run.ended_at)
         if not any(h.pattern.is_problem and h.pattern.role == "cause" and h.pattern.priority > SITE_PRIORITY
                    for h in hits):  # a plain error line may name the cause a site knows
@@ -452,6 +452,77 @@ class Matcher:
 
 def _last_line(hit: Hit) -> int:
     return hit.traceback.last_line if hit.traceback is not None else max((e.line for e in hit.evidence), default=0)
+
+
+class DecidingHits:
+    """The hits of one run that decide what its findings show (``Matcher.findings`` merges a
+    finding's hits so; kept beside it), for ``logx watch``'s catch-up (``Watcher._only_seen_hits``).
+
+    A line hit (no traceback, a pattern not merged by title) of a finding already reported
+    only adds a sighting: of those, per finding, the ones kept are the first (its texts, phase
+    and values), the last seen (whether it was survived), the earliest evidence line, the most
+    confident, the first of each stream (the streams, in order) and the first that prints a
+    time (``at``). The rest only count (``occurrences``) and add evidence lines after the
+    first. Hits the findings drop before serving (``_before_serving``) are left out; every
+    other hit is kept. Read incrementally: valid while ``state`` (what the choice depends on)
+    holds."""
+
+    def __init__(self, state: tuple):
+        self.state = state
+        self.done = 0  # hits read
+        self.keep: list[bool] = []
+        self.groups: dict[str, dict[Any, tuple[Any, int]]] = {}  # per finding: its hits that decide
+
+    @staticmethod
+    def state_of(run: Run, reported: int) -> tuple:
+        """What the choice depends on: ``reported``, how many findings were reported so far."""
+        return (run.index, reported, run.phase_lines.get("ready"), run.phase_lines.get("serving"),
+                printed_year(run.started_at or run.ended_at), id(run.dialect))
+
+    def update(self, reported: set, run: Run, hits: list[Hit]) -> list[Hit] | None:
+        """The hits to derive the findings from (``reported``: the ``(run, pattern id)`` of
+        the findings reported); None when that is all of them."""
+        year = self.state[4]
+        prefix = run.dialect.prefix
+        keep = self.keep
+        for i in range(self.done, len(hits)):
+            h = hits[i]
+            p = h.pattern
+            if h.traceback is not None or p.merge == "title" or (run.index, p.id) not in reported:
+                keep.append(True)
+                continue
+            keep.append(False)
+            if _before_serving(h, run):  # dropped by the findings either way
+                continue
+            last = max((e.line for e in h.evidence), default=0)
+            first = min((e.line for e in h.evidence), default=0)
+            roles = self.groups.get(p.id)
+            if roles is None:  # its first: texts, phase, values
+                roles = self.groups[p.id] = {"start": (0, i), "last": (last, i), "first": (first, i),
+                                             "confidence": (h.confidence, i)}
+                old: set[int] = set()
+            else:
+                old = {j for _, j in roles.values()}
+                if last > roles["last"][0]:
+                    roles["last"] = (last, i)
+                if first < roles["first"][0]:
+                    roles["first"] = (first, i)
+                if h.confidence > roles["confidence"][0]:
+                    roles["confidence"] = (h.confidence, i)
+            if h.stream and ("stream", h.stream) not in roles:
+                roles[("stream", h.stream)] = (0, i)
+            if "at" not in roles and h.timed and evidence_time(h.evidence, prefix, year) is not None:
+                roles["at"] = (0, i)
+            now = {j for _, j in roles.values()}
+            for j in old - now:
+                keep[j] = False
+            for j in now - old:
+                keep[j] = True
+        self.done = len(hits)
+        if all(keep):
+            return None
+        return [h for h, k in zip(hits, keep, strict=True) if k]
+
 
 
 def make_finding(pattern: Pattern, values: dict[str, Any], evidence: list[Evidence], confidence: float,
@@ -634,7 +705,7 @@ def _repeats(f: Finding, hit: Hit) -> bool:
             and hit.traceback.signature == f.traceback.signature)
 
 
-def before_serving(hit: Hit, run: Run) -> bool:
+def _before_serving(hit: Hit, run: Run) -> bool:
     """A serving-phase warning matched on a line printed before the server served (the same
     JIT text seen during start-up) is not a serving problem. Serving starts at the ready line,
     or in a tail without one at the first batch or retraction line."""

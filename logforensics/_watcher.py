@@ -24,7 +24,7 @@ from ._analysis import Analyzer, Options, run_facts
 from ._catalog import Catalog, load_catalog
 from ._clock import SYSTEM_CLOCK, Clock
 from ._errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
-from ._findings import Evidence, Finding, Hit, Matcher, before_serving, evidence_time, rank, stage_finding
+from ._findings import DecidingHits, Evidence, Finding, Matcher, rank, stage_finding
 from ._follow import FollowItem, Tick
 from ._gate import (
     SETTLE_SECONDS,
@@ -36,7 +36,6 @@ from ._gate import (
     display_phase,
     gate_ready,
 )
-from ._lines import printed_year
 from ._process_end import death_values
 from ._record import replace
 from ._render.watch import Renderer
@@ -56,74 +55,6 @@ def _finding_key(f: Finding) -> tuple:
         anchor = f.traceback.first_line if f.traceback is not None else f.title
         return (f.run, f.id, anchor)
     return (f.run, f.id)
-
-
-class _SeenHits:
-    """The hits of one run that decide what its findings show, for ``Watcher._only_seen_hits``.
-
-    A line hit (no traceback, a pattern not merged by title) of a finding already reported
-    only adds a sighting: of those, per finding, the ones kept are the first (its texts, phase
-    and values), the last seen (whether it was survived), the earliest evidence line, the most
-    confident, the first of each stream (the streams, in order) and the first that prints a
-    time (``at``). The rest only count (``occurrences``) and add evidence lines after the
-    first. Hits the findings drop before serving (``before_serving``) are left out; every
-    other hit is kept. Read incrementally: valid while ``state`` (what the choice depends on)
-    holds."""
-
-    def __init__(self, state: tuple):
-        self.state = state
-        self.done = 0  # hits read
-        self.keep: list[bool] = []
-        self.groups: dict[str, dict[Any, tuple[Any, int]]] = {}  # per finding: its hits that decide
-
-    @staticmethod
-    def state_of(watcher: Watcher, run: Run) -> tuple:
-        return (run.index, len(watcher.reported), run.phase_lines.get("ready"), run.phase_lines.get("serving"),
-                printed_year(run.started_at or run.ended_at), id(run.dialect))
-
-    def update(self, watcher: Watcher, run: Run, hits: list[Hit]) -> list[Hit] | None:
-        """The hits to derive the findings from; None when that is all of them."""
-        reported = watcher.reported
-        year = self.state[4]
-        prefix = run.dialect.prefix
-        keep = self.keep
-        for i in range(self.done, len(hits)):
-            h = hits[i]
-            p = h.pattern
-            if h.traceback is not None or p.merge == "title" or (run.index, p.id) not in reported:
-                keep.append(True)
-                continue
-            keep.append(False)
-            if before_serving(h, run):  # dropped by the findings either way
-                continue
-            last = max((e.line for e in h.evidence), default=0)
-            first = min((e.line for e in h.evidence), default=0)
-            roles = self.groups.get(p.id)
-            if roles is None:  # its first: texts, phase, values
-                roles = self.groups[p.id] = {"start": (0, i), "last": (last, i), "first": (first, i),
-                                             "confidence": (h.confidence, i)}
-                old: set[int] = set()
-            else:
-                old = {j for _, j in roles.values()}
-                if last > roles["last"][0]:
-                    roles["last"] = (last, i)
-                if first < roles["first"][0]:
-                    roles["first"] = (first, i)
-                if h.confidence > roles["confidence"][0]:
-                    roles["confidence"] = (h.confidence, i)
-            if h.stream and ("stream", h.stream) not in roles:
-                roles[("stream", h.stream)] = (0, i)
-            if "at" not in roles and h.timed and evidence_time(h.evidence, prefix, year) is not None:
-                roles["at"] = (0, i)
-            now = {j for _, j in roles.values()}
-            for j in old - now:
-                keep[j] = False
-            for j in now - old:
-                keep[j] = True
-        self.done = len(hits)
-        if all(keep):
-            return None
-        return [h for h, k in zip(hits, keep, strict=True) if k]
 
 
 class Watcher:
@@ -177,7 +108,7 @@ class Watcher:
         self.synthetic: list[Finding] = []
         self._slow_noticed = 0  # the patterns disabled for timing out already said
         self._catching_up = False  # reading the back-log (``_catch_up``)
-        self._seen_hits: _SeenHits | None = None  # the current run's hits of reported findings, by finding
+        self._seen_hits: DecidingHits | None = None  # the current run's hits of reported findings, by finding
 
     # — state ——————————————————————————————————————————————————————————————
 
@@ -311,7 +242,7 @@ class Watcher:
         """While the back-log is read: the run's new hits only add sightings of findings already
         reported (a retraction line each few hundred lines of a long log). Instead of deriving
         the run's findings from every hit again (each time more of them), they are derived from
-        the hits that decide what a finding shows (``_SeenHits``); when that derivation has no
+        the hits that decide what a finding shows (``findings.DecidingHits``); when that derivation has no
         finding not yet reported, neither has the full one: it is the watch's current findings
         (only their ``occurrences`` and later evidence lines are short of the full count, until
         the next full derivation: the file's end has one) and nothing is reported. Else (False)
@@ -323,10 +254,10 @@ class Watcher:
         if not hits:
             return False
         seen = self._seen_hits
-        state = _SeenHits.state_of(self, run)
+        state = DecidingHits.state_of(run, len(self.reported))
         if seen is None or seen.state != state:
-            seen = self._seen_hits = _SeenHits(state)
-        kept = seen.update(self, run, hits)
+            seen = self._seen_hits = DecidingHits(state)
+        kept = seen.update(self.reported, run, hits)
         if kept is None:
             return False
         hints = matcher.release_hints.get(run.index)
