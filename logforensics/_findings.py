@@ -23,7 +23,7 @@ from ._dialects.base import version_tuple
 from ._events import Event
 from ._lazyre import lazy
 from ._lines import ServerPrefix, decode, glog_timestamp, parse_timestamp, printed_year
-from ._matching import required_literals, search, search_message
+from ._matching import could_match, required_literals, search, search_message
 from ._record import field, record, replace
 from ._runs import Run, phase_from_frames
 from ._sources import RawLine
@@ -159,8 +159,7 @@ def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
     if spec.exception is not None:
         if not exc.type:
             return None
-        if not (timed_fullmatch(spec.exception, exc.short_type or "")
-                or timed_fullmatch(spec.exception, exc.type)):
+        if not (_fullmatch(spec.exception, exc.short_type or "") or _fullmatch(spec.exception, exc.type)):
             return None
     if spec.message is not None:
         if not exc.message:
@@ -173,15 +172,23 @@ def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
         m, partial = found
         groups.update({k: v for k, v in m.groupdict().items() if v is not None})
     frames = exc.frames or tb.frames
-    if spec.frame is not None and not any(timed_search(spec.frame, f.location) for f in frames):
+    if spec.frame is not None and not any(_found(spec.frame, f.location) for f in frames):
         return None
     if spec.raising_frame is not None:
         raising = frames[-1] if frames else None
-        if raising is None or not timed_search(spec.raising_frame, raising.location):
+        if raising is None or not _found(spec.raising_frame, raising.location):
             return None
-    if spec.context is not None and not timed_search(spec.context, tb.context):
+    if spec.context is not None and not _found(spec.context, tb.context):
         return None
     return groups, partial
+
+
+def _fullmatch(rx, text: str):
+    return could_match(rx, text) and timed_fullmatch(rx, text)
+
+
+def _found(rx, text: str):
+    return could_match(rx, text) and timed_search(rx, text)
 
 
 def traceback_evidence(tb: Traceback, exc: ExceptionInfo | None = None) -> list[Evidence]:

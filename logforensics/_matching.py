@@ -15,7 +15,8 @@ from ._catalog import timed_search
 MIN_PARTIAL_CHARS = 16  # characters of the pattern's words a partial match must have matched
 
 
-# — the line prefilter: literals a match must contain ————————————————————————————————
+# — the prefilter: literals a match must contain ———————————————————————————————————
+_IGNORECASE = int(re.IGNORECASE)  # an int: "&" of the enum builds an enum member each call
 MIN_LITERAL = 3  # shorter required literals are too common to reject anything
 
 
@@ -33,7 +34,7 @@ def required_literals(rx) -> tuple[tuple[str, ...], bool] | None:
     source = rx.pattern
     if not isinstance(source, str):
         return None
-    return _literals_of(source, bool(getattr(rx, "flags", 0) & re.IGNORECASE))
+    return _literals_of(source, bool(getattr(rx, "flags", 0) & _IGNORECASE))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -107,9 +108,23 @@ def _parse_literals(source: str, ignorecase: bool) -> tuple[tuple[str, ...], boo
     return tuple(sorted(set(literals), key=len, reverse=True)), folded
 
 
+def could_match(pattern, text: str) -> bool:
+    """False when ``text`` holds none of the literals every match of ``pattern`` contains: it
+    is then not searched, nor its regex compiled (a traceback meets every traceback pattern,
+    and compiling the ~360 catalog regexes costs ~60 ms, more than a small log takes to read)."""
+    need = required_literals(pattern)
+    if need is None:
+        return True
+    literals, casefold = need
+    if casefold:
+        text = text.casefold()
+    return any(lit in text for lit in literals)
+
+
 def search(pattern, text: str, may_be_cut: bool) -> tuple[Any, bool] | None:
-    """Search ``text``; when it may be cut, also accept a partial match running off its end."""
-    m = timed_search(pattern, text)
+    """Search ``text``; when it may be cut, also accept a partial match running off its end
+    (which may lack the literals a whole match has: no prefilter for that one)."""
+    m = timed_search(pattern, text) if could_match(pattern, text) else None
     if m is not None:
         return m, False
     if not may_be_cut:
