@@ -461,6 +461,33 @@ def test_each_run_keeps_its_own_ledger_built_once():
     assert build_ledger(first) is ledger and ledger.setting("mem_fraction_static") == 0.8
     first.args["tp_size"] = 2  # the run grew (a followed log): read again
     assert build_ledger(first) is not ledger and build_ledger(first).tp_size == 2
+    ledger = build_ledger(first)
+    first.last_line += 500  # lines no reader reads (batch lines, warnings): kept
+    assert build_ledger(first) is ledger
+
+
+@pytest.mark.parametrize("name", ["kv_cache_no_room_mem_fraction__figures_then_sigquit_tp2.log",
+                                  "cuda_graph_capture_oom__interleaved_ranks.log",
+                                  "forward_cuda_oom_activations__kernel_frames_only_after_ready.log",
+                                  "vllm/activation_profile_oom__v1_013_batched_tokens.log"])
+def test_a_kept_ledger_is_the_one_read_afresh_at_every_line(name):
+    """A followed log asks for the ledger after line after line: the one kept (read at an
+    earlier state of the run) is always what reading the run again gives."""
+    from logforensics._analysis import Analyzer
+    from logforensics._memory.ledger import read_torch_ledger
+    from logforensics._pipeline import raw_lines
+
+    analyzer = Analyzer()
+    last: dict[int, object] = {}
+    reads = 0
+    for raw in raw_lines((FIXTURES / name).read_bytes()):
+        analyzer.feed(raw)
+        for run in analyzer.runs:
+            ledger = build_ledger(run)
+            reads += ledger is not last.get(run.index)
+            last[run.index] = ledger
+            assert ledger.to_json() == (run.dialect.memory_ledger or read_torch_ledger)(run).to_json(), raw.number
+    assert 1 < reads < analyzer.lines  # read again as the run grew, but not at every line
 
 
 def test_the_dialect_decides_which_ledger_reads_the_log():

@@ -17,11 +17,13 @@ _KEPT = "memory_ledger"  # the ledger's key in ``Run.derived``
 def build_ledger(run: Any) -> Ledger:
     """Where each rank's GPU memory went, from the run's memory events and tracebacks. Kept in
     the run itself (``run.derived``), with the state it was read at and the run it was read
-    for: a run that grew since (a followed log) is read again, and another run, even a shallow
-    copy sharing ``derived`` (``watch`` makes one with a traceback still open), is never handed
-    this one's ledger."""
-    state = (run.index, run.first_line, run.last_line, run.phase, len(run.memory_events),
-             len(run.tracebacks), len(run.args))
+    for: a run whose memory events, tracebacks, phase or arguments changed since (a followed
+    log) is read again, and another run, even a shallow copy sharing ``derived`` (``watch``
+    makes one with a traceback still open), is never handed this one's ledger."""
+    # what the readers read (not the run's last line: a followed log re-derives its findings at
+    # every warning, and the ledger need not be read again for lines it does not read)
+    state = (run.index, run.first_line, run.phase, len(run.phase_lines), len(run.memory_events),
+             len(run.tracebacks), len(run.args), run.args_line, run.model, run.model_class)
     kept = run.derived.get(_KEPT)
     if kept is not None and kept[0] is run and kept[1] == state:  # a copy of the run shares ``derived``
         return kept[2]
