@@ -23,7 +23,7 @@ from ._dialects.base import version_tuple
 from ._events import Event
 from ._lazyre import lazy
 from ._lines import ServerPrefix, decode, glog_timestamp, parse_timestamp, printed_year
-from ._matching import could_match, required_literals, search, search_message
+from ._matching import could_match, digits_as_zeros, required_literals, search, search_message
 from ._record import field, record, replace
 from ._runs import Run, phase_from_frames
 from ._sources import RawLine
@@ -57,6 +57,8 @@ CONFIDENCE = {
 # clocks of different nodes differ by seconds, and the ranks of one node print their errors
 # through buffers, a rank's consequence often a moment before the real error of another.
 CLOCK_TOLERANCE = timedelta(seconds=10)
+MAX_SHAPES = 4096  # line shapes whose candidate patterns are kept (cleared when full)
+MAX_SHAPE_BYTES = 1024  # a longer line's candidates are found afresh: the kept shapes stay small
 __all__ = ["CLOCK_TOLERANCE", "CONFIDENCE", "Evidence", "Finding", "Hit", "Matcher", "evidence_time", "fill",
            "first_cause", "rank", "required_literals"]
 # Stats lines are the bulk of a serving log and carry no failure text.
@@ -243,7 +245,10 @@ class Matcher:
     def __init__(self, catalog: Catalog):
         self.catalog = catalog
         self.hits: dict[int, list[Hit]] = {}
-        self._literals: list | None = None  # per line spec: required_literals(), built on first use
+        # per line spec, its required literals with digits as zeros (built on first use), and the
+        # candidate patterns of each line shape seen (``_line_candidates``)
+        self._zeroed: tuple[list, list] | None = None
+        self._by_shape: dict[bytes, list[tuple[Pattern, MatchSpec]]] = {}
         self.guard = RegexGuard()  # regex timeouts per pattern (a backtracking user pattern)
         # per run, the last error lines no pattern claimed: looked up in the site index
         self.unclaimed: dict[int, deque[Event]] = {}
@@ -282,29 +287,40 @@ class Matcher:
                     Hit(pattern, {k: v for k, v in fields.items() if v is not None},
                         [Evidence(event.number, event.line.text)], CONFIDENCE["line"], event.line.stream))
 
+    def _line_candidates(self, msg: str) -> list[tuple[Pattern, MatchSpec]]:
+        """The line patterns ``msg`` holds a required literal of (``search`` checks the literal
+        itself). Kept per line shape, digits as zeros: a literal in a line is in its shape, so
+        made, and a warning repeated with other numbers (a retraction every few hundred lines)
+        is checked against the ~120 patterns once, not each time."""
+        line_specs = self.catalog.line_specs
+        if self._zeroed is None or self._zeroed[0] is not line_specs:
+            zeroed = []
+            for _, spec in line_specs:
+                need = required_literals(spec.line)
+                zeroed.append(None if need is None else (tuple(digits_as_zeros(lit) for lit in need[0]), need[1]))
+            self._zeroed = (line_specs, zeroed)
+            self._by_shape.clear()
+        key = digits_as_zeros(msg)
+        found = self._by_shape.get(key)
+        if found is None:
+            folded = digits_as_zeros(msg.casefold())  # the same for every line of this shape
+            found = [ps for ps, need in zip(line_specs, self._zeroed[1], strict=True)
+                     if need is None or any(lit in (folded if need[1] else key) for lit in need[0])]
+            if len(key) <= MAX_SHAPE_BYTES:
+                if len(self._by_shape) >= MAX_SHAPES:
+                    self._by_shape.clear()
+                self._by_shape[key] = found
+        return found
+
     def on_line(self, event: Event, run: Run, may_be_cut: bool = False) -> list[Hit]:
         msg = event.line.message
         line_specs = self.catalog.line_specs
         if not msg:
             return []
         cut = may_be_cut or event.line.truncated or not event.line.eol or event.line.at_width
-        literals = self._literals
-        if literals is None or len(literals) != len(line_specs):
-            literals = self._literals = [required_literals(spec.line) for _, spec in line_specs]
-        folded = None
         new = []
-        for (pattern, spec), need in zip(line_specs, literals, strict=True):
-            if need is not None and not cut:  # a cut line may hold a partial match: search it all
-                lits, casefold = need
-                if casefold:
-                    text = folded = msg.casefold() if folded is None else folded
-                else:
-                    text = msg
-                for lit in lits:
-                    if lit in text:
-                        break
-                else:
-                    continue
+        # a cut line may hold a partial match (its literals cut off): search it with every pattern
+        for pattern, spec in line_specs if cut else self._line_candidates(msg):
             found = self._guarded(pattern, search, spec.line, msg, cut)
             if found is None:
                 continue

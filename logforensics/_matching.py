@@ -108,6 +108,16 @@ def _parse_literals(source: str, ignorecase: bool) -> tuple[tuple[str, ...], boo
     return tuple(sorted(set(literals), key=len, reverse=True)), folded
 
 
+_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def digits_as_zeros(text: str) -> bytes:
+    """``text`` as UTF-8 with each digit made ``0``: a literal in a text is, so made, in the text
+    so made (a digit byte is only ever an ASCII digit in UTF-8), so lines differing only in
+    their numbers share the literals they may hold."""
+    return text.encode("utf-8", "surrogatepass").translate(_ZEROS)
+
+
 def could_match(pattern, text: str) -> bool:
     """False when ``text`` holds none of the literals every match of ``pattern`` contains: it
     is then not searched, nor its regex compiled (a traceback meets every traceback pattern,

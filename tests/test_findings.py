@@ -491,3 +491,17 @@ def test_a_log_that_ends_in_a_survivable_line_is_a_problem():
                      "[2026-03-23 14:02:04 TP0] pool is full"]
     report = explain(log_bytes(*lines), catalog=make_catalog(SURVIVABLE_LINE))
     assert report.primary is not None and report.primary.id == "pool_pressure" and report.exit_code == 1
+
+
+def test_lines_of_one_shape_are_each_matched_by_their_own_text():
+    """The candidate patterns of a line are kept per shape (digits as zeros): a later line of
+    that shape with other digits is matched by its own text, not by what the first one held."""
+    http = {"id": "http_two", "severity": "warning", "match": [{"line": r"HTTP/2\.0 503 from (?P<host>\w+)"}]}
+    loud = {"id": "loud", "severity": "warning", "match": [{"line": r"(?i)disk quota exceeded on (?P<disk>\w+)"}]}
+    lines = ["[2026-01-01 10:00:0{n}] HTTP/{v} 503 from node{n}".format(n=n, v=v)
+             for n, v in ((1, "1.1"), (2, "2.0"), (3, "1.1"))]
+    lines += ["[2026-01-01 10:00:04] DISK QUOTA EXCEEDED ON sda1", "[2026-01-01 10:00:05] Disk quota exceeded on sdb2",
+              "[2026-01-01 10:00:06] DISK QUOTA EXCEEDED ON sda7"]
+    found = {f.id: f for f in findings(log_bytes(*lines), http, loud)}
+    assert [e.line for e in found["http_two"].evidence] == [2]  # the first line of its shape was 1.1
+    assert [e.line for e in found["loud"].evidence][:2] == [4, 5]
