@@ -18,6 +18,7 @@ MIN_PARTIAL_CHARS = 16  # characters of the pattern's words a partial match must
 # — the prefilter: literals a match must contain ———————————————————————————————————
 _IGNORECASE = int(re.IGNORECASE)  # an int: "&" of the enum builds an enum member each call
 MIN_LITERAL = 3  # shorter required literals are too common to reject anything
+MAX_PREFIXES = 64  # leading literals of a pattern, at most (its branches multiply them)
 
 
 def required_literals(rx) -> tuple[tuple[str, ...], bool] | None:
@@ -31,33 +32,49 @@ def required_literals(rx) -> tuple[tuple[str, ...], bool] | None:
     case-insensitive part (``(?i:…)``) case-folds every literal: the line is then case-folded
     too, which keeps every match (a pattern with no prefilter is searched on every line, and a
     search with a timeout costs hundreds of microseconds for some patterns)."""
+    return _prefilters(rx)[0]
+
+
+def leading_literals(rx) -> tuple[tuple[str, ...], bool] | None:
+    """``(prefixes, casefold)``: every match of ``rx`` starts with one of ``prefixes``, each at
+    most ``MIN_PARTIAL_CHARS`` long. A partial match counted at a cut (``search``) matched at
+    least that many characters of its words from its start, so the cut text holds one of them
+    whole: the prefilter of partial matches, which may lack the required literals. ``None``
+    when a match may start otherwise (a class, a repeat, a lookaround)."""
+    return _prefilters(rx)[1]
+
+
+_NONE: tuple = (None, None)
+
+
+def _prefilters(rx) -> tuple:
     source = rx.pattern
     if not isinstance(source, str):
-        return None
-    return _literals_of(source, bool(getattr(rx, "flags", 0) & _IGNORECASE))
+        return _NONE
+    return _prefilters_of(source, bool(getattr(rx, "flags", 0) & _IGNORECASE))
 
 
 @functools.lru_cache(maxsize=4096)
-def _literals_of(source: str, ignorecase: bool) -> tuple[tuple[str, ...], bool] | None:
-    """``required_literals`` of one pattern source, parsed once per process (every explain
-    builds a new Matcher, and parsing the catalog's sources each time cost ~70 ms per log) and
-    kept in the disk cache across processes."""
-    return _cache.cached("literals", (source, ignorecase), lambda: _parse_literals(source, ignorecase))
+def _prefilters_of(source: str, ignorecase: bool) -> tuple:
+    """The required and the leading literals of one pattern source, parsed once per process
+    (every explain builds a new Matcher, and parsing the catalog's sources each time cost ~70
+    ms per log) and kept in the disk cache across processes."""
+    return _cache.cached("prefilters", (source, ignorecase), lambda: _parse_prefilters(source, ignorecase))
 
 
-def _parse_literals(source: str, ignorecase: bool) -> tuple[tuple[str, ...], bool] | None:
+def _parse_prefilters(source: str, ignorecase: bool) -> tuple:
     import warnings
     from re import _constants as C  # type: ignore[attr-defined]  # noqa: N812 - typeshed stubs only sre_*
     from re import _parser  # type: ignore[attr-defined]
 
     if "(?V1" in source:  # V1's nested sets are not re's syntax
-        return None
+        return _NONE
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = _parser.parse(source)
     except Exception:  # noqa: BLE001 - regex-only syntax: no prefilter for it
-        return None
+        return _NONE
     repeats = tuple(getattr(C, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(C, n))
     folded = bool(tree.state.flags & re.IGNORECASE) or ignorecase
 
@@ -99,13 +116,48 @@ def _parse_literals(source: str, ignorecase: bool) -> tuple[tuple[str, ...], boo
             return seq(av[1])
         return None
 
-    literals = seq(list(tree))
-    if not literals or min(map(len, literals)) < MIN_LITERAL:
-        return None
-    # a catalog Regex is compiled without flags: its inline ones are in the tree
-    if folded:
-        literals = [lit.casefold() for lit in literals]
-    return tuple(sorted(set(literals), key=len, reverse=True)), folded
+    def lead(items, prefixes: list[str]) -> tuple[list[str], bool]:
+        """The prefixes a match of ``items`` following one of ``prefixes`` starts with, and
+        whether they hold all of ``items`` (else they end where a non-literal began)."""
+        for op, av in items:
+            if min(map(len, prefixes)) >= MIN_PARTIAL_CHARS:
+                return prefixes, False
+            if op is C.LITERAL:
+                prefixes = [p + chr(av) for p in prefixes]
+                continue
+            if (op is C.AT and av is C.AT_BEGINNING) or op in (C.ASSERT, C.ASSERT_NOT):
+                continue  # they take no character of the match
+            if op is C.SUBPATTERN:
+                if av[1] & re.IGNORECASE:
+                    nonlocal folded
+                    folded = True
+                alternatives = [av[3]]
+            elif op is C.BRANCH:
+                alternatives = av[1]
+            else:
+                return prefixes, False
+            ends = [lead(list(alternative), [""]) for alternative in alternatives]
+            longer = [p + q for p in prefixes for qs, _ in ends for q in qs]
+            if len(longer) > MAX_PREFIXES:
+                return prefixes, False
+            prefixes = longer
+            if not all(whole for _, whole in ends):
+                return prefixes, False
+        return prefixes, True
+
+    def finish(found: list[str] | None) -> tuple[tuple[str, ...], bool] | None:
+        if not found or min(map(len, found)) < MIN_LITERAL:
+            return None
+        # a catalog Regex is compiled without flags: its inline ones are in the tree
+        if folded:
+            if not all(lit.isascii() for lit in found):  # a non-ASCII letter may match unlike its fold
+                return None
+            found = [lit.casefold() for lit in found]
+        return tuple(sorted(set(found), key=len, reverse=True)), folded
+
+    required = seq(list(tree))
+    leading = [p[:MIN_PARTIAL_CHARS] for p in lead(list(tree), [""])[0]]
+    return finish(required), finish(leading)
 
 
 _ZEROS = bytes.maketrans(b"123456789", b"000000000")
@@ -143,6 +195,9 @@ def search(pattern, text: str, may_be_cut: bool) -> tuple[Any, bool] | None:
     for tail in ("...", "\u2026"):
         if cut.endswith(tail):
             cut = cut[: -len(tail)].rstrip()
+    lead = leading_literals(pattern)
+    if lead is not None and not any(p in (cut.casefold() if lead[1] else cut) for p in lead[0]):
+        return None
     m = timed_search(pattern, cut, partial=True)
     if m is not None and m.partial and m.end() >= len(cut) \
             and _words_before_the_cut(pattern, cut, m.start()) >= MIN_PARTIAL_CHARS:

@@ -77,7 +77,7 @@ def test_the_cli_keeps_the_cache_and_answers_the_same(tmp_path):
     runs = [subprocess.run([sys.executable, "-m", "logforensics", "explain", "--json", str(log)],
                            capture_output=True, text=True, env=env) for _ in range(2)]
     assert sorted(p.name for p in (tmp_path / "xdg" / "logx").iterdir()) == [
-        _cache.store_name("literals"), _cache.store_name("toml")]
+        _cache.store_name("prefilters"), _cache.store_name("toml")]
     off = subprocess.run([sys.executable, "-m", "logforensics", "explain", "--json", str(log)],
                          capture_output=True, text=True, env={**env, "LOGX_NO_CACHE": "1"})
     answers = [(r.returncode, [f["id"] for f in json.loads(r.stdout)["findings"]]) for r in (*runs, off)]
@@ -88,4 +88,4 @@ def test_each_installed_copy_keeps_its_own_file():
     """Two checkouts or venvs of one version never share (and race over) one cache file."""
     name = _cache.store_name("toml")
     assert name.startswith(f"toml-{_cache.__version__}-") and name.endswith(".marshal")
-    assert name == _cache.store_name("toml") != _cache.store_name("literals")
+    assert name == _cache.store_name("toml") != _cache.store_name("prefilters")

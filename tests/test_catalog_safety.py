@@ -17,7 +17,7 @@ from logforensics._analysis import explain
 from logforensics._catalog import TRACEBACK_KEYS, load_catalog
 from logforensics._dialects import DIALECTS
 from logforensics._lint import regex_is_safe
-from logforensics._matching import required_literals
+from logforensics._matching import leading_literals, required_literals
 
 RULES = [rule for dialect in DIALECTS.values() for rule in dialect.rules]
 
@@ -118,14 +118,14 @@ PREFILTERED = list({rx.pattern: (name, rx, 40 if name.endswith(".line") else 15)
 
 
 @pytest.mark.parametrize("name,rx,examples", PREFILTERED, ids=[n for n, _, _ in PREFILTERED])
-def test_literal_prefilter_keeps_every_match_of_its_pattern(name, rx, examples):
+def test_literal_prefilters_keep_every_match_of_their_pattern(name, rx, examples):
     """The matcher only searches a catalog regex (a line's, a traceback's message, type, frame
-    or context) when one of its required literals is in the text: check that claim on strings
-    generated from the pattern itself."""
-    need = required_literals(rx)
-    if need is None:
+    or context) when one of its required literals is in the text, and only looks for a partial
+    match at a cut when the text holds one of its leading literals (every match starts with
+    one): check both claims on strings generated from the pattern itself."""
+    need, lead = required_literals(rx), leading_literals(rx)
+    if need is None and lead is None:
         return  # always searched
-    literals, casefold = need
     try:
         strategy = st.from_regex(re.compile(rx.pattern))  # re's syntax only (compiling raises now, not when drawn)
     except Exception:  # noqa: BLE001 - syntax hypothesis cannot generate from
@@ -134,12 +134,31 @@ def test_literal_prefilter_keeps_every_match_of_its_pattern(name, rx, examples):
     @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
     @given(strategy)
     def check(text):
-        if rx.search(text) is None:
+        m = rx.search(text)
+        if m is None:
             return
-        hay = text.casefold() if casefold else text
-        assert any(lit in hay for lit in literals), (text, literals)
+        if need is not None:
+            literals, casefold = need
+            hay = text.casefold() if casefold else text
+            assert any(lit in hay for lit in literals), (text, literals)
+        if lead is not None:
+            prefixes, casefold = lead
+            matched = m.group(0).casefold() if casefold else m.group(0)
+            assert any(matched.startswith(p) or p.startswith(matched) for p in prefixes), (matched, prefixes)
 
     check()
+
+
+def test_leading_literals_examples():
+    assert leading_literals(regex.compile(r"CUDA out of memory\. Tried")) == (("CUDA out of memo",), False)  # 16 long
+    lits, _ = leading_literals(regex.compile(r"(?:CUDA|HIP|NPU) out of memory|CUBLAS_STATUS_ALLOC_FAILED"))
+    assert set(lits) == {"CUDA out of memo", "HIP out of memor", "NPU out of memor", "CUBLAS_STATUS_AL"}
+    assert leading_literals(regex.compile(r"(?P<module>[\w.]+) is required")) is None  # starts with a class
+    assert leading_literals(regex.compile(r"(?<=Tried to allocate )\d+ GiB")) is None  # a class after the lookbehind
+    # a lookaround takes no character of the match
+    assert leading_literals(regex.compile(r"(?<!enable )device-side assert")) == (("device-side asse",), False)
+    assert leading_literals(regex.compile(r"^No module named (?P<m>\w+)")) == (("No module named ",), False)
+    assert leading_literals(regex.compile(r"(?i)Address already")) == (("address already",), True)
 
 
 def test_required_literals_examples():
