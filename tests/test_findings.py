@@ -498,7 +498,7 @@ def test_lines_of_one_shape_are_each_matched_by_their_own_text():
     that shape with other digits is matched by its own text, not by what the first one held."""
     http = {"id": "http_two", "severity": "warning", "match": [{"line": r"HTTP/2\.0 503 from (?P<host>\w+)"}]}
     loud = {"id": "loud", "severity": "warning", "match": [{"line": r"(?i)disk quota exceeded on (?P<disk>\w+)"}]}
-    lines = ["[2026-01-01 10:00:0{n}] HTTP/{v} 503 from node{n}".format(n=n, v=v)
+    lines = [f"[2026-01-01 10:00:0{n}] HTTP/{v} 503 from node{n}"
              for n, v in ((1, "1.1"), (2, "2.0"), (3, "1.1"))]
     lines += ["[2026-01-01 10:00:04] DISK QUOTA EXCEEDED ON sda1", "[2026-01-01 10:00:05] Disk quota exceeded on sdb2",
               "[2026-01-01 10:00:06] DISK QUOTA EXCEEDED ON sda7"]
