@@ -33,6 +33,7 @@ def run_facts(run: Run) -> dict[str, Any]:
     """Values for the catalog's ``{placeholders}``."""
     facts: dict[str, Any] = {k: v for k, v in run.args.items()
                              if isinstance(v, str | int | float | bool)}
+    facts.update(run.dialect.facts.wording)  # the server's own words for shared patterns' placeholders
     facts.update({
         "model": run.model or run.model_class,
         "server": run.dialect.label,

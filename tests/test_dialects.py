@@ -156,6 +156,27 @@ def test_facts_reject_an_unknown_phase_and_a_missing_file_is_no_facts(tmp_path):
         load_facts(bad)  # a top-level key written after a [[table]] belongs to that table
     assert load_facts(tmp_path / "absent.toml").flag_renames == ()
     assert (bundled_dir() / "sglang" / "facts.toml").is_file()
+    bad.write_text('[wording]\nkernel_fault_fix = 3\n')
+    with pytest.raises(ValueError, match="wording"):
+        load_facts(bad)
+
+
+def test_a_generic_pattern_names_the_logs_own_servers_flags():
+    """A CUDA fault is the same pattern on every server (patterns/cuda); its fix names the
+    backends and flags of the log's server, from the dialect's ``[wording]``."""
+    keys = [set(d.facts.wording) for d in DIALECTS.values()]
+    assert keys[0] and all(k == keys[0] for k in keys)  # every server words every placeholder
+    fault = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    sglang = explain(log_bytes("[2026-01-01 10:00:00] server_args=ServerArgs(model_path='m', tp_size=1)",
+                               "Traceback (most recent call last):", '  File "x.py", line 1, in f', fault))
+    vllm = explain(log_bytes("INFO 01-01 10:00:00 [api_server.py:1] vLLM API server version 0.13.0",
+                             "ERROR 01-01 10:00:01 [core.py:1] Traceback (most recent call last):",
+                             'ERROR 01-01 10:00:01 [core.py:1]   File "x.py", line 1, in f',
+                             f"ERROR 01-01 10:00:01 [core.py:1] {fault}"))
+    fixes = {r.run.dialect.name: next(f.fix for f in r.findings if f.id == "cuda_illegal_memory_access")
+             for r in (sglang, vllm)}
+    assert "--disable-cuda-graph" in fixes["sglang"] and "--enforce-eager" not in fixes["sglang"]
+    assert "--enforce-eager" in fixes["vllm"] and "sgl-kernel" not in fixes["vllm"]
 
 
 # — patterns carry a dialect ————————————————————————————————————————————————————————

@@ -124,6 +124,9 @@ class Facts(NamedTuple):
     version_hints: tuple[VersionHint, ...] = ()
     hybrid_model_classes: tuple[str, ...] = ()  # model classes with a recurrent-state (Mamba) pool
     hang_hints: Mapping[str, tuple[str, str]] = MappingProxyType({})  # phase -> (where, what to do)
+    # placeholder -> this server's words for it: a pattern shared by every server (a CUDA fault)
+    # names the flags and packages of the log's own server through them
+    wording: Mapping[str, str] = MappingProxyType({})
 
     def hybrid_model(self, model_class: str | None) -> bool:
         """Whether ``model_class`` names a hybrid (attention + recurrent state) model."""
@@ -230,7 +233,7 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
     return tuple(parts) if parts else None
 
 
-_FACT_KEYS = frozenset({"flag_rename", "version_hint", "hybrid_model_classes", "hang_hint"})
+_FACT_KEYS = frozenset({"flag_rename", "version_hint", "hybrid_model_classes", "hang_hint", "wording"})
 _TABLE_KEYS = {
     "flag_rename": frozenset({"fact", "old", "new", "since", "old_marks", "new_marks", "when_unknown"}),
     "version_hint": frozenset({"event", "field", "equals", "hint"}),
@@ -280,5 +283,9 @@ def load_facts(path: Path) -> Facts:
     unknown = set(hang) - set(PHASES)
     if unknown:
         raise ValueError(f"{path}: hang_hint for unknown phase(s) {', '.join(sorted(unknown))}")
+    wording = data.get("wording", {})
+    if not all(isinstance(v, str) for v in wording.values()):
+        raise ValueError(f"{path}: [wording] values must be strings")
     return Facts(flag_renames=renames, version_hints=hints,
-                 hybrid_model_classes=tuple(data.get("hybrid_model_classes", [])), hang_hints=hang)
+                 hybrid_model_classes=tuple(data.get("hybrid_model_classes", [])), hang_hints=hang,
+                 wording=MappingProxyType(dict(wording)))
