@@ -177,6 +177,13 @@ def test_a_generic_pattern_names_the_logs_own_servers_flags():
              for r in (sglang, vllm)}
     assert "--disable-cuda-graph" in fixes["sglang"] and "--enforce-eager" not in fixes["sglang"]
     assert "--enforce-eager" in fixes["vllm"] and "sgl-kernel" not in fixes["vllm"]
+    nan = "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0"
+    vllm_nan = explain(log_bytes("INFO 01-01 10:00:00 [api_server.py:1] vLLM API server version 0.13.0",
+                                 "ERROR 01-01 10:00:01 [core.py:1] Traceback (most recent call last):",
+                                 'ERROR 01-01 10:00:01 [core.py:1]   File "x.py", line 1, in f',
+                                 f"ERROR 01-01 10:00:01 [core.py:1] {nan}"))
+    fix = next(f.fix for f in vllm_nan.findings if f.id == "nan_logits_sampling_assert")
+    assert "--enforce-eager" in fix and "SGLang" not in fix and "{" not in fix
 
 
 # — patterns carry a dialect ————————————————————————————————————————————————————————
