@@ -159,6 +159,9 @@ def test_facts_reject_an_unknown_phase_and_a_missing_file_is_no_facts(tmp_path):
     bad.write_text('[wording]\nkernel_fault_fix = 3\n')
     with pytest.raises(ValueError, match="wording"):
         load_facts(bad)
+    bad.write_text('[phase_words]\nprofiling = "memory profiling"\n')
+    with pytest.raises(ValueError, match="profiling"):
+        load_facts(bad)  # a phase logx does not know
 
 
 def test_a_generic_pattern_names_the_logs_own_servers_flags():

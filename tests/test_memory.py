@@ -492,12 +492,14 @@ def test_a_kept_ledger_is_the_one_read_afresh_at_every_line(name):
 
 def test_the_dialect_decides_which_ledger_reads_the_log():
     """vLLM's "Model loading took 44.72 GiB" is not SGLang's "Load weight end": SGLang's reader
-    does not run on a vLLM log (it took that line for weights loaded, with no figures), nor do
-    SGLang's sizing sentences; torch's OOM figures are read for both."""
+    does not run on a vLLM log, nor do SGLang's sizing sentences; the torch reader takes the
+    weights' figure from the weight_load_end event, torch's OOM figures are read for both, and
+    the OOM's phase is worded as the log's server calls it."""
     vllm_run = report_of("vllm/activation_profile_oom__v1_013_batched_tokens.log").run
     assert vllm_run.dialect.name == "vllm"
     ledger = build_ledger(vllm_run)
-    assert [r.weights_done for r in ledger.ranks] == [False]
+    assert [(r.weights_done, r.weights_gib) for r in ledger.ranks] == [(True, 44.7161)]
+    assert "during memory profiling or KV cache allocation" in run_facts(vllm_run)["oom_summary"]
     assert ledger.oom is not None and ledger.oom.oom.requested_gib == 10.0
     facts = run_facts(vllm_run)
     assert "kv_room_arithmetic" not in facts and facts["oom_requested_gib"] == "10.00"

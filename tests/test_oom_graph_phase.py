@@ -36,7 +36,7 @@ def test_a_serving_oom_through_a_graphs_replay_is_a_serving_oom(name):
     assert report.primary.id == "forward_cuda_oom_activations"
     ledger = build_ledger(report.run)
     assert ledger.oom is not None and ledger.oom.phase == "serving"
-    assert "CUDA graph capture" not in oom_sentence(ledger.oom)
+    assert "CUDA graph capture" not in oom_sentence(ledger.oom, ledger.phase_words)
     assert all(r.step_state("cuda_graphs", ledger.run_reached, ledger.hybrid) != "ran_out" for r in ledger.ranks)
 
 
@@ -46,7 +46,7 @@ def test_a_capture_oom_stays_a_capture_oom(name):
     assert report.primary.id == "cuda_graph_capture_oom"
     ledger = build_ledger(report.run)
     assert ledger.oom is not None and ledger.oom.phase == "cuda_graph"
-    assert "during CUDA graph capture" in oom_sentence(ledger.oom)
+    assert "during CUDA graph capture" in oom_sentence(ledger.oom, ledger.phase_words)
 
 
 @pytest.mark.parametrize("name", SERVING)

@@ -127,6 +127,8 @@ class Facts(NamedTuple):
     # placeholder -> this server's words for it: a pattern shared by every server (a CUDA fault)
     # names the flags and packages of the log's own server through them
     wording: Mapping[str, str] = MappingProxyType({})
+    # phase -> what this server's phase is called in a sentence, where logx's word does not fit it
+    phase_words: Mapping[str, str] = MappingProxyType({})
 
     def hybrid_model(self, model_class: str | None) -> bool:
         """Whether ``model_class`` names a hybrid (attention + recurrent state) model."""
@@ -233,7 +235,7 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
     return tuple(parts) if parts else None
 
 
-_FACT_KEYS = frozenset({"flag_rename", "version_hint", "hybrid_model_classes", "hang_hint", "wording"})
+_FACT_KEYS = frozenset({"flag_rename", "version_hint", "hybrid_model_classes", "hang_hint", "wording", "phase_words"})
 _TABLE_KEYS = {
     "flag_rename": frozenset({"fact", "old", "new", "since", "old_marks", "new_marks", "when_unknown"}),
     "version_hint": frozenset({"event", "field", "equals", "hint"}),
@@ -283,9 +285,12 @@ def load_facts(path: Path) -> Facts:
     unknown = set(hang) - set(PHASES)
     if unknown:
         raise ValueError(f"{path}: hang_hint for unknown phase(s) {', '.join(sorted(unknown))}")
-    wording = data.get("wording", {})
-    if not all(isinstance(v, str) for v in wording.values()):
-        raise ValueError(f"{path}: [wording] values must be strings")
+    wording, phase_words = data.get("wording", {}), data.get("phase_words", {})
+    if not all(isinstance(v, str) for v in [*wording.values(), *phase_words.values()]):
+        raise ValueError(f"{path}: [wording] and [phase_words] values must be strings")
+    unknown = set(phase_words) - set(PHASES)
+    if unknown:
+        raise ValueError(f"{path}: phase_words for unknown phase(s) {', '.join(sorted(unknown))}")
     return Facts(flag_renames=renames, version_hints=hints,
                  hybrid_model_classes=tuple(data.get("hybrid_model_classes", [])), hang_hints=hang,
-                 wording=MappingProxyType(dict(wording)))
+                 wording=MappingProxyType(dict(wording)), phase_words=MappingProxyType(dict(phase_words)))

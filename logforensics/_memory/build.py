@@ -33,5 +33,6 @@ def build_ledger(run: Any) -> Ledger:
     except Exception as exc:  # a log logx cannot account for still gets a report
         ledger = Ledger(run_index=run.index, touched=run.memory_touched, phase=run.phase)
         ledger.error = f"memory ledger unavailable ({type(exc).__name__})"
+    ledger.phase_words = dict(run.dialect.facts.phase_words)  # a dict: a ledger is pickled (explain -j)
     run.derived[_KEPT] = (run, state, ledger)  # the run itself (a cycle the collector frees; pickles)
     return ledger

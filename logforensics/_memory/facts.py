@@ -5,6 +5,7 @@ sentences (SGLang's: ``dialects/sglang/fixes.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .build import build_ledger
@@ -12,15 +13,21 @@ from .ledger import Ledger, OOMRecord
 from .torch_oom import TorchOOM, other_threshold_gib
 from .units import gib_text, put_figure
 
-PHASE_TEXT = {"init": "parallel init", "weights": "weight loading", "kv_alloc": "KV/Mamba pool allocation",
+PHASE_TEXT = {"init": "parallel init", "weights": "weight loading", "kv_alloc": "KV cache allocation",
               "cuda_graph": "CUDA graph capture", "warmup": "warm-up", "ready": "serving",
               "serving": "serving", "args": "argument handling", "import": "import"}
 
 
-def oom_sentence(rec: OOMRecord) -> str:
-    """Torch's OOM figures in one sentence, with the unknowns named."""
+def phase_text(phase: str, words: Mapping[str, str]) -> str:
+    """What ``phase`` is called in a sentence: the server's own words (``words``), else logx's."""
+    return words.get(phase) or PHASE_TEXT.get(phase, phase)
+
+
+def oom_sentence(rec: OOMRecord, words: Mapping[str, str]) -> str:
+    """Torch's OOM figures in one sentence, with the unknowns named (``words``: the server's
+    names of its phases, ``Ledger.phase_words``)."""
     o = rec.oom
-    where = f" during {PHASE_TEXT.get(rec.phase or '', rec.phase)}" if rec.phase else ""
+    where = f" during {phase_text(rec.phase, words)}" if rec.phase else ""
     who = f" on {rec.tag}" if rec.tag else ""
     gpu = f"GPU {o.gpu}" if o.gpu is not None else "the GPU"
     parts = [f"torch ran out{who}{where}: asked for {gib_text(o.requested_gib)} GiB; {gpu} has "
@@ -107,11 +114,11 @@ def memory_facts(run: Any) -> dict[str, Any]:
         if o.other_gib >= other_threshold_gib(o.total_gib):
             put_figure(out, "other_process_gib", o.other_gib)
         put_figure(out, "other_pids", ", ".join(str(p) for p, _ in o.other_processes) or None)
-        put_figure(out, "oom_phase", PHASE_TEXT.get(rec.phase or "", rec.phase) if rec.phase else None)
+        put_figure(out, "oom_phase", phase_text(rec.phase, ledger.phase_words) if rec.phase else None)
         put_figure(out, "oom_rank", rec.tag or None)
         out["oom_requested"] = (f"{o.requested_gib:.2f} GiB" if o.requested_gib is not None
                                 else "size not in the log")
-        out["oom_summary"] = oom_sentence(rec)
+        out["oom_summary"] = oom_sentence(rec, ledger.phase_words)
     else:
         out["oom_requested"] = "size not in the log"
         out["oom_summary"] = "No torch OOM message with figures is in the log."

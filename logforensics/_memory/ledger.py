@@ -255,6 +255,8 @@ class Ledger:
     # fraction and Mamba pool); ``None`` for a ledger read from torch's messages alone
     server: ServerPart | None = None
     error: str | None = None  # set when the ledger could not be built (a bug in logx, not in the log)
+    # the server's words for its phases where they differ from ``facts.PHASE_TEXT`` (its facts.toml)
+    phase_words: Mapping[str, str] = field(default_factory=dict)
 
     # — figures across ranks (SGLang takes the minimum over ranks) ———————————————————
 
@@ -435,7 +437,8 @@ def attach_tracebacks(run: Any, ledger: Ledger, by_tag: dict[str, RankLedger],
 
 def read_torch_ledger(run: Any) -> Ledger:
     """The ledger of a dialect that reads no memory lines of its own: what torch's OOM messages
-    and the tracebacks say, rank by rank."""
+    and the tracebacks say, rank by rank, with what its ``weight_load_end`` events say the
+    weights of those ranks took (``weights_gib``: vLLM's "Model loading took 44.72 GiB")."""
     ledger = Ledger(run_index=run.index, touched=run.memory_touched, phase=run.phase)
     by_tag: dict[str, RankLedger] = {}
 
@@ -443,5 +446,14 @@ def read_torch_ledger(run: Any) -> Ledger:
         return by_tag.setdefault(tag, RankLedger(rank=tag))
 
     attach_tracebacks(run, ledger, by_tag, rank_of)
+    for e in run.memory_events:  # on the ranks torch's messages name: weights alone make no ledger
+        gib = e.fields.get("weights_gib") if e.kind == "weight_load_end" else None
+        tag = e.line.tag
+        if not tag and len(by_tag) == 1:
+            tag = next(iter(by_tag))  # one rank: an untagged line is its own
+        r = by_tag.get(tag)
+        if isinstance(gib, int | float) and r is not None and r.weights_gib is None:
+            r.weights_began = r.weights_done = True
+            r.weights_gib = float(gib)
     ledger.ranks = sorted(by_tag.values(), key=lambda r: rank_sort_key(r.rank))
     return ledger

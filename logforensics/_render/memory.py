@@ -190,7 +190,7 @@ def ledger_lines(ledger: Ledger) -> list[str]:
     """The ledger's arithmetic, one sentence per line (used under the table)."""
     lines = ledger.server.notes(ledger) if ledger.server is not None else []
     if ledger.oom is not None:
-        lines.append(oom_sentence(ledger.oom))
+        lines.append(oom_sentence(ledger.oom, ledger.phase_words))
     if ledger.unbalanced_note:
         lines.append(ledger.unbalanced_note)
     return lines
