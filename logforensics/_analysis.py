@@ -21,16 +21,33 @@ from ._events import Event
 from ._fastpath import FastPath
 from ._findings import Finding, Matcher, rank
 from ._lines import visible_text
-from ._memory import memory_facts
+from ._memory import build_ledger, memory_facts
 from ._pipeline import EventStream, Source
 from ._record import record
 from ._report import Report
 from ._runs import PHASE_RANK, Run, RunTracker
 from ._sources import RawLine, check_readable, read_chunks
 
+_FACTS = "run_facts"  # the facts' key in ``Run.derived``
+
 
 def run_facts(run: Run) -> dict[str, Any]:
-    """Values for the catalog's ``{placeholders}``."""
+    """Values for the catalog's ``{placeholders}``. Kept in the run with what they were read
+    from (its memory ledger, arguments, release, tracebacks; its last line too when its
+    server's facts read the run's tail): a followed log derives its findings again at each
+    re-sighted warning, and the memory sentences cost most of that."""
+    ledger = build_ledger(run)
+    state = (len(run.args), run.model, run.model_class, run.server_version, run.version_bounds,
+             len(run.tracebacks), run.last_line if run.dialect.facts_read_tail else None)
+    kept = run.derived.get(_FACTS)
+    if kept is not None and kept[0] is run and kept[1] is ledger and kept[2] == state:
+        return dict(kept[3])
+    facts = _read_facts(run)
+    run.derived[_FACTS] = (run, ledger, state, facts)
+    return dict(facts)
+
+
+def _read_facts(run: Run) -> dict[str, Any]:
     facts: dict[str, Any] = {k: v for k, v in run.args.items()
                              if isinstance(v, str | int | float | bool)}
     facts.update(run.dialect.facts.wording)  # the server's own words for shared patterns' placeholders

@@ -490,6 +490,22 @@ def test_a_kept_ledger_is_the_one_read_afresh_at_every_line(name):
     assert 1 < reads < analyzer.lines  # read again as the run grew, but not at every line
 
 
+@pytest.mark.parametrize("name", ["kv_cache_no_room_mem_fraction__figures_then_sigquit_tp2.log",
+                                  "decode_retraction_kv_pressure__retraction_storm.log",
+                                  "vllm/activation_profile_oom__v1_013_batched_tokens.log"])
+def test_kept_facts_are_the_ones_read_afresh_at_every_line(name):
+    """The placeholders' facts are kept in the run like its ledger: at every line of a followed
+    log, the kept ones are what reading the run again gives."""
+    from logforensics._analysis import Analyzer, _read_facts
+    from logforensics._pipeline import raw_lines
+
+    analyzer = Analyzer()
+    for raw in raw_lines((FIXTURES / name).read_bytes()):
+        analyzer.feed(raw)
+        for run in analyzer.runs:
+            assert run_facts(run) == _read_facts(run), raw.number
+
+
 def test_the_dialect_decides_which_ledger_reads_the_log():
     """vLLM's "Model loading took 44.72 GiB" is not SGLang's "Load weight end": SGLang's reader
     does not run on a vLLM log, nor do SGLang's sizing sentences; the torch reader takes the

@@ -192,6 +192,7 @@ class Dialect:
     memory_ledger: Callable[[Any], Any] | None = None
     # the run's memory placeholders beyond the shared ones (``Run``, the facts so far -> facts), if any
     memory_facts: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
+    facts_read_tail: bool = False  # memory_facts reads the run's last lines (its facts change with each)
     # named catalog conditions of this server's own (``Run`` -> evidence ``[(line, text)]`` or None)
     conditions: Mapping[str, Callable[[Any], list[tuple[int, str]] | None]] = field(default_factory=dict)
     launch_args: LaunchArgs | None = None  # None: the server has no multi-node launch arguments

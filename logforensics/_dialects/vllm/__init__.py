@@ -117,6 +117,7 @@ DIALECT = Dialect(
                              (b"GPU KV cache usage: ", b"KV cache usage: "), (b"Running: ",)), usage_per_unit=100.0),
     facts=load_facts(bundled_dir() / "vllm" / "facts.toml"),
     memory_facts=memory_facts,
+    facts_read_tail=True,  # its ledger reads OOM messages in the run's last lines (memory.run_ledger)
     conditions=CONDITIONS,
     # the multiprocessing executor's multi-node launch (--nnodes/--node-rank/--master-addr, 0.11+);
     # "non-default args" leaves out node_rank 0 and the default port
