@@ -16,7 +16,7 @@ from typing import Any
 
 from ._dialects import Dialect
 from ._events import Event
-from ._matching import required_literals
+from ._matching import digits_as_zeros, shape_holds, shape_literals
 from ._pipeline import EventStream
 from ._runs import Run, RunTracker
 from ._serving import HEALTH_PATHS, JIT_WORDS, layout, point
@@ -47,7 +47,6 @@ SCANNED = (DECODE, PREFILL, ACCESS, REQUEST, NOTE, WARN, SERVER_ERROR, ERROR_LIN
 # name the cause of a run that then failed); those are read whole, in their turn
 SERVING = (DECODE, PREFILL, ACCESS)
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
-_STR_DIGITS = str.maketrans("123456789", "000000000")
 _ZEROS = repeat(OTHER)
 TEMPLATE_MAX_BYTES = 1024  # longer lines are never statistics lines: full path, not learned
 TEMPLATE_MAX_COUNT = 20_000  # bound on the learned templates (memory stays flat)
@@ -236,7 +235,7 @@ class FastPath:
         self.dialect, self.events, self.tracker = dialect, events, tracker
         self.feed, self.flush = feed, flush
         self.line_specs = line_specs
-        self._literals: list[tuple[tuple[str, ...], bool] | None] | None = None  # of line_specs, on first use
+        self._literals: list[tuple[tuple[bytes, ...], bool] | None] | None = None  # of line_specs, on first use
         self.bulk = BulkStretch()
         self.templates: dict[bytes, int] = {b"": BLANK}  # template -> category
         self.layouts: dict[bytes, tuple] = {}  # decode template -> where its figures are (serving.layout)
@@ -501,16 +500,10 @@ class FastPath:
                 or any(word in text for word in JIT_WORDS):
             return False
         if self._literals is None:
-            self._literals = [required_literals(spec.line) for _, spec in self.line_specs]
-        folded = text.casefold()
-        for need in self._literals:
-            if need is None:
-                return False
-            literals, casefold = need
-            # a line holding a literal holds it with digits as zeros in its template
-            if any(lit.translate(_STR_DIGITS) in (folded if casefold else text) for lit in literals):
-                return False
-        return True
+            self._literals = [shape_literals(spec.line) for _, spec in self.line_specs]
+        # a line holding a literal holds it with digits as zeros in its template
+        shape, folded = digits_as_zeros(text), digits_as_zeros(text.casefold())
+        return not any(need is None or shape_holds(need, shape, folded) for need in self._literals)
 
     @staticmethod
     def _hold_errors(cats: list, a: int, b: int) -> bool:

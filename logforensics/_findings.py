@@ -16,14 +16,14 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ._catalog import Catalog, MatchSpec, Pattern, RegexGuard, timed_fullmatch, timed_search
+from ._catalog import Catalog, MatchSpec, Pattern, RegexGuard
 from ._conditions import CONDITIONS, Evidence
 from ._dialects import PHASE_RANK
 from ._dialects.base import version_tuple
 from ._events import Event
 from ._lazyre import lazy
 from ._lines import ServerPrefix, decode, glog_timestamp, parse_timestamp, printed_year
-from ._matching import could_match, digits_as_zeros, required_literals, search, search_message
+from ._matching import digits_as_zeros, found_in, fullmatch, search, search_message, shape_holds, shape_literals
 from ._record import field, record, replace
 from ._runs import Run, phase_from_frames
 from ._sources import RawLine
@@ -60,7 +60,7 @@ CLOCK_TOLERANCE = timedelta(seconds=10)
 MAX_SHAPES = 4096  # line shapes whose candidate patterns are kept (cleared when full)
 MAX_SHAPE_BYTES = 1024  # a longer line's candidates are found afresh: the kept shapes stay small
 __all__ = ["CLOCK_TOLERANCE", "CONFIDENCE", "Evidence", "Finding", "Hit", "Matcher", "evidence_time", "fill",
-           "first_cause", "rank", "required_literals"]
+           "first_cause", "rank"]
 # Stats lines are the bulk of a serving log and carry no failure text.
 # Request logs (--log-requests: "Receive: obj=…") are user content: a prompt quoting an error
 # is not a failure of the server.
@@ -161,7 +161,7 @@ def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
     if spec.exception is not None:
         if not exc.type:
             return None
-        if not (_fullmatch(spec.exception, exc.short_type or "") or _fullmatch(spec.exception, exc.type)):
+        if not (fullmatch(spec.exception, exc.short_type or "") or fullmatch(spec.exception, exc.type)):
             return None
     if spec.message is not None:
         if not exc.message:
@@ -174,23 +174,15 @@ def _exception_matches(spec: MatchSpec, exc: ExceptionInfo, tb: Traceback,
         m, partial = found
         groups.update({k: v for k, v in m.groupdict().items() if v is not None})
     frames = exc.frames or tb.frames
-    if spec.frame is not None and not any(_found(spec.frame, f.location) for f in frames):
+    if spec.frame is not None and not any(found_in(spec.frame, f.location) for f in frames):
         return None
     if spec.raising_frame is not None:
         raising = frames[-1] if frames else None
-        if raising is None or not _found(spec.raising_frame, raising.location):
+        if raising is None or not found_in(spec.raising_frame, raising.location):
             return None
-    if spec.context is not None and not _found(spec.context, tb.context):
+    if spec.context is not None and not found_in(spec.context, tb.context):
         return None
     return groups, partial
-
-
-def _fullmatch(rx, text: str):
-    return could_match(rx, text) and timed_fullmatch(rx, text)
-
-
-def _found(rx, text: str):
-    return could_match(rx, text) and timed_search(rx, text)
 
 
 def traceback_evidence(tb: Traceback, exc: ExceptionInfo | None = None) -> list[Evidence]:
@@ -294,18 +286,14 @@ class Matcher:
         is checked against the ~120 patterns once, not each time."""
         line_specs = self.catalog.line_specs
         if self._zeroed is None or self._zeroed[0] is not line_specs:
-            zeroed = []
-            for _, spec in line_specs:
-                need = required_literals(spec.line)
-                zeroed.append(None if need is None else (tuple(digits_as_zeros(lit) for lit in need[0]), need[1]))
-            self._zeroed = (line_specs, zeroed)
+            self._zeroed = (line_specs, [shape_literals(spec.line) for _, spec in line_specs])
             self._by_shape.clear()
         key = digits_as_zeros(msg)
         found = self._by_shape.get(key)
         if found is None:
             folded = digits_as_zeros(msg.casefold())  # the same for every line of this shape
             found = [ps for ps, need in zip(line_specs, self._zeroed[1], strict=True)
-                     if need is None or any(lit in (folded if need[1] else key) for lit in need[0])]
+                     if need is None or shape_holds(need, key, folded)]
             if len(key) <= MAX_SHAPE_BYTES:
                 if len(self._by_shape) >= MAX_SHAPES:
                     self._by_shape.clear()
@@ -545,7 +533,6 @@ class DecidingHits:
         if all(keep):
             return None
         return [h for h, k in zip(hits, keep, strict=True) if k]
-
 
 
 def make_finding(pattern: Pattern, values: dict[str, Any], evidence: list[Evidence], confidence: float,

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from . import _cache
-from ._catalog import timed_search
+from ._catalog import timed_fullmatch, timed_search
 
 MIN_PARTIAL_CHARS = 16  # characters of the pattern's words a partial match must have matched
 
@@ -170,6 +170,22 @@ def digits_as_zeros(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass").translate(_ZEROS)
 
 
+def shape_literals(rx) -> tuple[tuple[bytes, ...], bool] | None:
+    """``required_literals`` as ``digits_as_zeros`` makes them: a line holding a match of ``rx``
+    holds one of them in its shape (the line, digits as zeros), so one check of a shape answers
+    for every line of it (the matcher's candidates per shape, the fast path's templates)."""
+    need = required_literals(rx)
+    return None if need is None else (tuple(digits_as_zeros(lit) for lit in need[0]), need[1])
+
+
+def shape_holds(need: tuple[tuple[bytes, ...], bool], shape: bytes, folded_shape: bytes) -> bool:
+    """Whether a line's ``shape`` (``folded_shape``: of the line case-folded) holds one of the
+    ``shape_literals`` ``need``."""
+    literals, casefold = need
+    hay = folded_shape if casefold else shape
+    return any(lit in hay for lit in literals)
+
+
 def could_match(pattern, text: str) -> bool:
     """False when ``text`` holds none of the literals every match of ``pattern`` contains: it
     is then not searched, nor its regex compiled (a traceback meets every traceback pattern,
@@ -181,6 +197,16 @@ def could_match(pattern, text: str) -> bool:
     if casefold:
         text = text.casefold()
     return any(lit in text for lit in literals)
+
+
+def found_in(pattern, text: str) -> Any:
+    """A timed search of the whole ``text``, prefiltered (a frame, a traceback's context)."""
+    return could_match(pattern, text) and timed_search(pattern, text)
+
+
+def fullmatch(pattern, text: str) -> Any:
+    """A timed full match of ``text``, prefiltered (an exception's type)."""
+    return could_match(pattern, text) and timed_fullmatch(pattern, text)
 
 
 def search(pattern, text: str, may_be_cut: bool) -> tuple[Any, bool] | None:
